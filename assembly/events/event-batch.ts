@@ -1,0 +1,74 @@
+// Decodes a batch of KV events in kvgate's compact binary form (see docs in src/wasm/event-encoder.ts) and applies it.
+// Each record is applied atomically; a truncated or unknown record stops the batch without touching the index.
+import { storeBlocks, removeBlocks, clearSlot, count } from "../index/block-index";
+import { hashBlocks, MAX_BLOCK_SIZE } from "../hash/prompt";
+import { E_CORRUPT, C_CORRUPT, C_INVALID } from "../abi";
+
+export const K_STORED: u8 = 1;
+export const K_REMOVED: u8 = 2;
+export const K_CLEARED: u8 = 3;
+export const K_STORED_TOKENS: u8 = 4;
+export const F_HAS_PARENT: u8 = 1;
+
+/** Byte offset of the first corrupt record after a failed `applyBatch`. */
+export let corruptAt: i32 = 0;
+
+/** Applies `len` bytes of records at `p`; returns records processed, or E_CORRUPT (see `corruptAt`). */
+export function applyBatch(p: usize, len: usize, io: usize, ioPairs: i32): i32 {
+  let off: usize = 0;
+  let records = 0;
+  while (off < len) {
+    if (len - off < 16) return corrupt(off);
+    const r = p + off;
+    const kind = load<u8>(r);
+    const flags = load<u8>(r, 1);
+    const slot = load<i32>(r, 4);
+    const n = load<u32>(r, 8);
+    const aux = load<u32>(r, 12);
+    const room = <u64>(len - off - 16);
+    if (kind == K_STORED) {
+      const need = 8 + <u64>n * 16;
+      if (need > room) return corrupt(off);
+      storeBlocks(slot, (flags & F_HAS_PARENT) != 0, load<u64>(r, 16), r + 24, <i32>n);
+      off += 16 + <usize>need;
+    } else if (kind == K_REMOVED) {
+      const need = <u64>n * 8;
+      if (need > room) return corrupt(off);
+      removeBlocks(slot, r + 16, <i32>n);
+      off += 16 + <usize>need;
+    } else if (kind == K_CLEARED) {
+      clearSlot(slot);
+      off += 16;
+    } else if (kind == K_STORED_TOKENS) {
+      const bs = aux;
+      if (bs == 0 || bs > <u32>MAX_BLOCK_SIZE) return corrupt(off);
+      const tokenBytes = (<u64>n * <u64>bs * 4 + 7) & ~7;
+      const need = 16 + <u64>n * 8 + tokenBytes;
+      if (need > room) return corrupt(off);
+      if (n > <u32>ioPairs) {
+        count(C_INVALID);
+      } else {
+        const hashes = r + 32;
+        const tokens = hashes + (<usize>n << 3);
+        // IO holds ioPairs pairs (engine hash, local hash) followed by ioPairs words of scratch for the local hashes.
+        hashBlocks(tokens, <i32>n, <i32>bs, load<u64>(r, 24), io + (<usize>ioPairs << 4));
+        for (let i: usize = 0; i < <usize>n; i++) {
+          store<u64>(io + (i << 4), load<u64>(hashes + (i << 3)));
+          store<u64>(io + (i << 4) + 8, load<u64>(io + (<usize>ioPairs << 4) + (i << 3)));
+        }
+        storeBlocks(slot, (flags & F_HAS_PARENT) != 0, load<u64>(r, 16), io, <i32>n);
+      }
+      off += 16 + <usize>need;
+    } else {
+      return corrupt(off);
+    }
+    records++;
+  }
+  return records;
+}
+
+function corrupt(off: usize): i32 {
+  corruptAt = <i32>off;
+  count(C_CORRUPT);
+  return E_CORRUPT;
+}

@@ -1,0 +1,281 @@
+// The block index: Stored/Removed/Cleared events and approximate-mode routing decisions per worker slot, with TTL,
+// pruning and capacity eviction. A node is a prompt prefix (its router sequence hash); entries map engine hashes to nodes.
+import { xxh3Pair } from "../hash/xxh3";
+import { CHAIN_SEED } from "../hash/prompt";
+import { nodeSetBit, nodeClearBit } from "./node-table";
+import {
+  entryFind, entryCreate, entryFree, rec, freeEntries, liveEntries,
+  E_SEQ, E_EXPIRY, E_DEPTH, E_GEN, E_FLAGS, E_NEXT, E_SLOT, F_ALIAS,
+} from "./entry-table";
+import { heapPush, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
+import {
+  OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
+  C_APPLIED, C_PARENT_MISSING, C_INVALID, C_CAPACITY, C_UNKNOWN_REMOVED, C_BAD_SLOT, C_EVICTED, C_EXPIRED, C_PRUNED,
+} from "../abi";
+
+export let maxSlots: i32 = 0;
+export let heads: usize = 0; // u32 per slot: first entry id + 1
+export let sizes: usize = 0; // u32 per slot: entries held (tree size, the tie-breaker)
+let open: usize = 0; // u8 per slot
+let aliases: usize = 0; // u32 per slot: alias entries alive
+export let counters: usize = 0;
+export let ttlCount: u32 = 0;
+export let approxMax: u32 = 1 << 20;
+export let pruneRatio: f64 = 0.8;
+
+export function indexInit(slots: i32, headsBase: usize, sizesBase: usize, openBase: usize, aliasBase: usize, countersBase: usize): void {
+  maxSlots = slots;
+  heads = headsBase;
+  sizes = sizesBase;
+  open = openBase;
+  aliases = aliasBase;
+  counters = countersBase;
+  ttlCount = 0;
+}
+
+export function setApprox(max: u32, ratio: f64): void {
+  approxMax = max;
+  pruneRatio = ratio;
+}
+
+// @ts-ignore: decorator
+@inline export function count(c: i32, n: u32 = 1): void {
+  const p = counters + (<usize>c << 2);
+  store<u32>(p, load<u32>(p) + n);
+}
+
+// @ts-ignore: decorator
+@inline function bump(base: usize, slot: i32, d: i32): void {
+  const p = base + (<usize>slot << 2);
+  store<i32>(p, load<i32>(p) + d);
+}
+
+export function slotOk(slot: i32): bool {
+  return slot >= 0 && slot < maxSlots && load<u8>(open + <usize>slot) != 0;
+}
+
+export function slotOpen(slot: i32): i32 {
+  if (slot < 0 || slot >= maxSlots) return E_BAD_SLOT;
+  store<u8>(open + <usize>slot, 1);
+  return OK;
+}
+
+/** Attaches a fresh entry to its node; a second entry of one slot on one node becomes an alias. */
+function attach(id: u32, slot: i32, seq: u64): void {
+  if (nodeSetBit(seq, slot)) {
+    const r = rec(id);
+    store<u32>(r, load<u32>(r, E_FLAGS) | F_ALIAS, E_FLAGS);
+    bump(aliases, slot, 1);
+  }
+}
+
+/** Detaches and frees entry `id`. When an owner leaves while aliases of its slot exist, an alias on the same node takes over. */
+function drop(id: u32): void {
+  const r = rec(id);
+  const slot = load<i32>(r, E_SLOT);
+  const seq = load<u64>(r, E_SEQ);
+  const flags = load<u32>(r, E_FLAGS);
+  if (load<f64>(r, E_EXPIRY) > 0) ttlCount--;
+  if ((flags & F_ALIAS) != 0) {
+    bump(aliases, slot, -1);
+  } else if (!promoteAlias(slot, seq, id)) {
+    nodeClearBit(seq, slot);
+  }
+  bump(sizes, slot, -1);
+  entryFree(id, heads);
+}
+
+function promoteAlias(slot: i32, seq: u64, except: u32): bool {
+  if (load<i32>(aliases + (<usize>slot << 2)) == 0) return false;
+  let cur = load<u32>(heads + (<usize>slot << 2));
+  while (cur != 0) {
+    const id = cur - 1;
+    const r = rec(id);
+    if (id != except && (load<u32>(r, E_FLAGS) & F_ALIAS) != 0 && load<u64>(r, E_SEQ) == seq) {
+      store<u32>(r, load<u32>(r, E_FLAGS) & ~F_ALIAS, E_FLAGS);
+      bump(aliases, slot, -1);
+      return true;
+    }
+    cur = load<u32>(r, E_NEXT);
+  }
+  return false;
+}
+
+function create(slot: i32, hash: u64, seq: u64, depth: u32): i32 {
+  const id = entryCreate(slot, hash, seq, depth, heads);
+  if (id < 0) return id;
+  bump(sizes, slot, 1);
+  attach(<u32>id, slot, seq);
+  return id;
+}
+
+/** Evicts approximate entries, earliest expiry first (deepest first on ties), until `need` entries are free. */
+function evictFor(need: u32): void {
+  while (freeEntries() < need) {
+    const id = heapPeekLive();
+    if (id < 0) return;
+    heapPop();
+    drop(<u32>id);
+    count(C_EVICTED);
+  }
+}
+
+/**
+ * Stored: `n` blocks at `blocks` as (engine hash u64, local hash u64) pairs under an optional parent engine hash.
+ * All or nothing: a missing parent, an invalid sequence or a lack of room leaves the index untouched.
+ */
+export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usize, n: i32): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  let prev: u64 = 0;
+  let depth: u32 = 0;
+  if (hasParent) {
+    const p = entryFind(slot, parent);
+    if (p < 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
+    prev = load<u64>(rec(<u32>p), E_SEQ);
+    depth = load<u32>(rec(<u32>p), E_DEPTH) + 1;
+  }
+  // A block naming its parent, or two blocks with one hash, is not a sequence (quadratic only in the event's length).
+  for (let i = 0; i < n; i++) {
+    const h = load<u64>(blocks + (<usize>i << 4));
+    if (hasParent && h == parent) { count(C_INVALID); return E_INVALID_SEQUENCE; }
+    for (let j = 0; j < i; j++) if (load<u64>(blocks + (<usize>j << 4)) == h) { count(C_INVALID); return E_INVALID_SEQUENCE; }
+  }
+  if (freeEntries() < <u32>n) {
+    evictFor(<u32>n);
+    // Evicting may have dropped the parent or blocks this event refreshes, so room is judged on the index as it now is.
+    if (hasParent && entryFind(slot, parent) < 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
+    let missing: u32 = 0;
+    for (let i = 0; i < n; i++) if (entryFind(slot, load<u64>(blocks + (<usize>i << 4))) < 0) missing++;
+    if (freeEntries() < missing) { count(C_CAPACITY); return E_CAPACITY; }
+  }
+  for (let i = 0; i < n; i++) {
+    const b = blocks + (<usize>i << 4);
+    const hash = load<u64>(b);
+    const localHash = load<u64>(b, 8);
+    const seq = !hasParent && i == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
+    prev = seq;
+    const d = depth + <u32>i;
+    const e = entryFind(slot, hash);
+    if (e >= 0) {
+      const r = rec(<u32>e);
+      if (load<u64>(r, E_SEQ) == seq) {
+        if (load<f64>(r, E_EXPIRY) > 0) {
+          // An engine event confirms a predicted block: it is no longer subject to TTL.
+          store<f64>(r, 0, E_EXPIRY);
+          store<u32>(r, load<u32>(r, E_GEN) + 1, E_GEN);
+          ttlCount--;
+        }
+        store<u32>(r, d, E_DEPTH);
+        continue;
+      }
+      drop(<u32>e);
+    }
+    create(slot, hash, seq, d);
+  }
+  count(C_APPLIED);
+  return OK;
+}
+
+/** Removed: engine hashes of one slot. Unknown hashes are counted and skipped; removal never cascades. */
+export function removeBlocks(slot: i32, hashes: usize, n: i32): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  let unknown: u32 = 0;
+  for (let i = 0; i < n; i++) {
+    const e = entryFind(slot, load<u64>(hashes + (<usize>i << 3)));
+    if (e < 0) unknown++;
+    else drop(<u32>e);
+  }
+  if (unknown > 0) count(C_UNKNOWN_REMOVED, unknown);
+  count(C_APPLIED);
+  return <i32>unknown;
+}
+
+/** Cleared: every block of one slot; the slot stays open. */
+export function clearSlot(slot: i32): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  let cur = load<u32>(heads + (<usize>slot << 2));
+  while (cur != 0) {
+    const next = load<u32>(rec(cur - 1), E_NEXT);
+    drop(cur - 1);
+    cur = next;
+  }
+  count(C_APPLIED);
+  return OK;
+}
+
+export function slotClose(slot: i32): i32 {
+  const r = clearSlot(slot);
+  if (r < 0) return r;
+  store<u8>(open + <usize>slot, 0);
+  return OK;
+}
+
+/** Drops every approximate entry whose expiry is at or before `now`; returns how many. */
+export function expire(now: f64): i32 {
+  let n = 0;
+  while (true) {
+    const id = heapPeekLive();
+    if (id < 0 || heapTopExpiry() > now) break;
+    heapPop();
+    drop(<u32>id);
+    n++;
+  }
+  if (n > 0) count(C_EXPIRED, <u32>n);
+  return n;
+}
+
+function prune(): void {
+  if (ttlCount <= approxMax) return;
+  const target = <u32>Math.floor(<f64>approxMax * pruneRatio);
+  let n: u32 = 0;
+  while (ttlCount > target) {
+    const id = heapPeekLive();
+    if (id < 0) break;
+    heapPop();
+    drop(<u32>id);
+    n++;
+  }
+  count(C_PRUNED, n);
+}
+
+/**
+ * Approximate mode: records that the prompt with these hashes was routed to `slot`, each block living `ttl` ms
+ * from `now` (sliding). Blocks an engine event already confirmed keep no TTL. Returns blocks recorded.
+ */
+export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  expire(now);
+  const until = now + ttl;
+  let done = 0;
+  for (let i = 0; i < n; i++) {
+    const seq = load<u64>(seqs + (<usize>i << 3));
+    let e = entryFind(slot, seq);
+    if (e >= 0 && load<u64>(rec(<u32>e), E_SEQ) != seq) {
+      drop(<u32>e);
+      e = -1;
+    }
+    if (e >= 0) {
+      const r = rec(<u32>e);
+      if (load<f64>(r, E_EXPIRY) == 0) { done++; continue; }
+      store<f64>(r, until, E_EXPIRY);
+      store<u32>(r, <u32>i, E_DEPTH);
+      store<u32>(r, load<u32>(r, E_GEN) + 1, E_GEN);
+      heapPush(<u32>e);
+      done++;
+      continue;
+    }
+    if (freeEntries() == 0) evictFor(1);
+    if (freeEntries() == 0) { count(C_CAPACITY); break; }
+    const id = create(slot, seq, seq, <u32>i);
+    store<f64>(rec(<u32>id), until, E_EXPIRY);
+    ttlCount++;
+    heapPush(<u32>id);
+    done++;
+    prune();
+  }
+  return done;
+}
+
+export function totalEntries(): u32 {
+  return liveEntries;
+}

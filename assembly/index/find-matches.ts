@@ -1,0 +1,51 @@
+// Prefix matching: for each worker slot, how many leading blocks of a prompt it holds, by ANDing node masks down the chain.
+import { nodeFind, words } from "./node-table";
+
+/**
+ * Walks the `n` sequence hashes at `seqs`; writes (slot u32, depth u32) pairs to `out` for every slot holding at
+ * least the first block and returns the pair count. A slot's depth is the first position where it is missing.
+ * `active` is scratch for `words` u64.
+ */
+export function findMatches(seqs: usize, n: i32, out: usize, active: usize): i32 {
+  if (n <= 0) return 0;
+  const first = nodeFind(load<u64>(seqs));
+  if (first == 0) return 0;
+  const w = words;
+  memory.copy(active, first + 8, <usize>w << 3);
+  let written = 0;
+  let depth = 1;
+  for (; depth < n; depth++) {
+    const r = nodeFind(load<u64>(seqs + (<usize>depth << 3)));
+    let any: u64 = 0;
+    for (let k = 0; k < w; k++) {
+      const a = load<u64>(active + (<usize>k << 3));
+      if (a == 0) continue;
+      const m = r == 0 ? 0 : load<u64>(r + 8 + (<usize>k << 3));
+      let gone = a & ~m;
+      const kept = a & m;
+      store<u64>(active + (<usize>k << 3), kept);
+      any |= kept;
+      while (gone != 0) {
+        const b = <i32>ctz<u64>(gone);
+        gone &= gone - 1;
+        const o = out + (<usize>written << 3);
+        store<u32>(o, (k << 6) + b);
+        store<u32>(o, depth, 4);
+        written++;
+      }
+    }
+    if (any == 0) return written;
+  }
+  for (let k = 0; k < w; k++) {
+    let left = load<u64>(active + (<usize>k << 3));
+    while (left != 0) {
+      const b = <i32>ctz<u64>(left);
+      left &= left - 1;
+      const o = out + (<usize>written << 3);
+      store<u32>(o, (k << 6) + b);
+      store<u32>(o, depth, 4);
+      written++;
+    }
+  }
+  return written;
+}

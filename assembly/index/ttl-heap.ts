@@ -1,0 +1,111 @@
+// Min-heap of TTL timers for approximate-mode entries, ordered by (expiry, deeper first, slot, hash).
+// Items carry the entry generation they were pushed for; a refreshed or freed entry leaves a stale item that pops as a no-op.
+import { rec, E_GEN, E_EXPIRY, E_DEPTH, E_SLOT, E_HASH, E_FLAGS, F_LIVE, entryHighWater } from "./entry-table";
+
+// Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
+let heap: usize = 0;
+let cap: u32 = 0;
+export let heapLen: u32 = 0;
+
+export function heapInit(base: usize, capacity: u32): void {
+  heap = base;
+  cap = capacity;
+  heapLen = 0;
+}
+
+// @ts-ignore: decorator
+@inline function item(i: u32): usize { return heap + (<usize>i << 5); }
+
+// @ts-ignore: decorator
+@inline function before(a: usize, b: usize): bool {
+  const ea = load<f64>(a), eb = load<f64>(b);
+  if (ea != eb) return ea < eb;
+  const da = load<u32>(a, 8), db = load<u32>(b, 8);
+  if (da != db) return da > db;
+  const sa = load<u32>(a, 12), sb = load<u32>(b, 12);
+  if (sa != sb) return sa < sb;
+  return load<u64>(a, 16) < load<u64>(b, 16);
+}
+
+function swap(i: u32, j: u32): void {
+  const a = item(i), b = item(j);
+  const x0 = load<u64>(a), x1 = load<u64>(a, 8), x2 = load<u64>(a, 16), x3 = load<u64>(a, 24);
+  memory.copy(a, b, 32);
+  store<u64>(b, x0); store<u64>(b, x1, 8); store<u64>(b, x2, 16); store<u64>(b, x3, 24);
+}
+
+function siftUp(i: u32): void {
+  while (i > 0) {
+    const p = (i - 1) >> 1;
+    if (!before(item(i), item(p))) break;
+    swap(i, p);
+    i = p;
+  }
+}
+
+function siftDown(i: u32): void {
+  while (true) {
+    const l: u32 = 2 * i + 1;
+    if (l >= heapLen) break;
+    let m = l;
+    if (l + 1 < heapLen && before(item(l + 1), item(l))) m = l + 1;
+    if (!before(item(m), item(i))) break;
+    swap(i, m);
+    i = m;
+  }
+}
+
+function write(i: u32, id: u32): void {
+  const r = rec(id), t = item(i);
+  store<f64>(t, load<f64>(r, E_EXPIRY));
+  store<u32>(t, load<u32>(r, E_DEPTH), 8);
+  store<u32>(t, load<u32>(r, E_SLOT), 12);
+  store<u64>(t, load<u64>(r, E_HASH), 16);
+  store<u32>(t, id, 24);
+  store<u32>(t, load<u32>(r, E_GEN), 28);
+}
+
+/** Rebuilds the heap from live TTL entries, dropping stale items; keeps the heap bounded by the live count. */
+function compact(): void {
+  heapLen = 0;
+  const hw = entryHighWater();
+  for (let id: u32 = 0; id < hw; id++) {
+    const r = rec(id);
+    if ((load<u32>(r, E_FLAGS) & F_LIVE) != 0 && load<f64>(r, E_EXPIRY) > 0) write(heapLen++, id);
+  }
+  if (heapLen > 1) for (let i = (heapLen >> 1) + 1; i-- > 0;) siftDown(i);
+}
+
+/** Pushes a timer for entry `id` at its current expiry and generation. */
+export function heapPush(id: u32): void {
+  if (heapLen >= cap) compact();
+  // Live timers are bounded below cap by pruning; reaching it is a bug, and a trap makes the host rebuild the index.
+  if (heapLen >= cap) unreachable();
+  write(heapLen, id);
+  heapLen++;
+  siftUp(heapLen - 1);
+}
+
+/** Removes stale items from the top; returns the live entry id at the top, or -1. */
+export function heapPeekLive(): i32 {
+  while (heapLen > 0) {
+    const t = item(0);
+    const id = load<u32>(t, 24);
+    const r = rec(id);
+    if ((load<u32>(r, E_FLAGS) & F_LIVE) != 0 && load<u32>(r, E_GEN) == load<u32>(t, 28)) return <i32>id;
+    heapPop();
+  }
+  return -1;
+}
+
+export function heapTopExpiry(): f64 {
+  return load<f64>(item(0));
+}
+
+export function heapPop(): void {
+  heapLen--;
+  if (heapLen > 0) {
+    memory.copy(item(0), item(heapLen), 32);
+    siftDown(0);
+  }
+}

@@ -1,0 +1,60 @@
+/** @module Typed errors with stable codes, HTTP statuses and OpenAI error types, shared by every layer. */
+
+export type ErrorCode =
+  | "KVGATE_ERR_BAD_ARGUMENT"
+  | "KVGATE_ERR_UNKNOWN_WORKER"
+  | "KVGATE_ERR_SLOTS_EXHAUSTED"
+  | "KVGATE_ERR_CAPACITY"
+  | "KVGATE_ERR_NO_MEMORY"
+  | "KVGATE_ERR_PROMPT_TOO_LONG"
+  | "KVGATE_ERR_CORRUPT_EVENT"
+  | "KVGATE_ERR_WASM_TRAP"
+  | "KVGATE_ERR_WASM_ABI"
+  | "KVGATE_ERR_STATE";
+
+const STATUS: Record<ErrorCode, number> = {
+  KVGATE_ERR_BAD_ARGUMENT: 400,
+  KVGATE_ERR_UNKNOWN_WORKER: 404,
+  KVGATE_ERR_SLOTS_EXHAUSTED: 503,
+  KVGATE_ERR_CAPACITY: 503,
+  KVGATE_ERR_NO_MEMORY: 500,
+  KVGATE_ERR_PROMPT_TOO_LONG: 400,
+  KVGATE_ERR_CORRUPT_EVENT: 400,
+  KVGATE_ERR_WASM_TRAP: 500,
+  KVGATE_ERR_WASM_ABI: 500,
+  KVGATE_ERR_STATE: 500,
+};
+
+export class KvgateError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly detail?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, detail?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "KvgateError";
+    this.code = code;
+    this.status = STATUS[code];
+    this.detail = detail;
+  }
+
+  /** OpenAI-style error body. */
+  toJSON(): { error: { message: string; type: string; code: string } } {
+    const type = this.status >= 500 ? "server_error" : this.status === 404 ? "not_found_error" : "invalid_request_error";
+    return { error: { message: this.message, type, code: this.code } };
+  }
+}
+
+/** Raised when the WASM instance trapped; the index was rebuilt empty and `generation` counts rebuilds. */
+export class WasmTrapError extends KvgateError {
+  readonly generation: number;
+  constructor(message: string, generation: number, cause: unknown) {
+    super("KVGATE_ERR_WASM_TRAP", message, { generation }, { cause });
+    this.name = "WasmTrapError";
+    this.generation = generation;
+  }
+}
+
+export function isKvgateError(e: unknown): e is KvgateError {
+  return e instanceof KvgateError;
+}

@@ -1,0 +1,95 @@
+/** @module Options of a KvIndex, their defaults, validation, and the memory budget they imply. */
+import { KvgateError } from "./errors.ts";
+
+export interface KvIndexOptions {
+  /** Worker slots, one per (worker, dp rank). Default 64; each further 64 widens every index node by 8 bytes. */
+  maxSlots?: number;
+  /** (slot, block) entries the index holds at most. Default 2^20. */
+  capacity?: number;
+  /** Prompt tokens the scratch region holds before it grows. Default 65,536. */
+  promptTokens?: number;
+  /** Longest prompt accepted, in tokens. Default 2^21. */
+  maxPromptTokens?: number;
+  /** Blocks one Stored/Removed call can carry before it is split. Default 8,192. */
+  eventBlocks?: number;
+  /** Bytes of one binary event batch. Default 1 MiB. */
+  eventBytes?: number;
+  /** Multimodal hashes per prompt. Default 4,096. */
+  maxMultimodal?: number;
+  /** Approximate mode: block TTL in ms (sliding). Default 120,000. */
+  approxTtlMs?: number;
+  /** Approximate mode: blocks held before pruning. Default 2^20. */
+  approxMaxBlocks?: number;
+  /** Approximate mode: pruning keeps this share of approxMaxBlocks. Default 0.8. */
+  pruneTargetRatio?: number;
+  /** Salt of the table hash (randomised per process by default so crafted prompts cannot collide on purpose). */
+  salt?: bigint;
+}
+
+export type ResolvedKvIndexOptions = Required<KvIndexOptions>;
+
+const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
+  maxSlots: 64,
+  capacity: 1 << 20,
+  promptTokens: 65_536,
+  maxPromptTokens: 1 << 21,
+  eventBlocks: 8_192,
+  eventBytes: 1 << 20,
+  maxMultimodal: 4_096,
+  approxTtlMs: 120_000,
+  approxMaxBlocks: 1 << 20,
+  pruneTargetRatio: 0.8,
+};
+
+function positiveInt(name: string, v: number, max: number): void {
+  if (!Number.isInteger(v) || v <= 0 || v > max) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${name} must be an integer in 1..${max}, got ${v}`);
+  }
+}
+
+function randomSalt(): bigint {
+  const w = new Uint32Array(2);
+  crypto.getRandomValues(w);
+  return (BigInt(w[1]!) << 32n) | BigInt(w[0]!);
+}
+
+export function resolveOptions(o: KvIndexOptions = {}): ResolvedKvIndexOptions {
+  const r = { ...DEFAULTS, ...o, salt: o.salt ?? randomSalt() } as ResolvedKvIndexOptions;
+  positiveInt("maxSlots", r.maxSlots, 4096);
+  positiveInt("capacity", r.capacity, 1 << 26);
+  positiveInt("promptTokens", r.promptTokens, 1 << 26);
+  positiveInt("maxPromptTokens", r.maxPromptTokens, 1 << 26);
+  positiveInt("eventBlocks", r.eventBlocks, 1 << 22);
+  positiveInt("eventBytes", r.eventBytes, 1 << 28);
+  positiveInt("approxMaxBlocks", r.approxMaxBlocks, 1 << 30);
+  if (!Number.isInteger(r.maxMultimodal) || r.maxMultimodal < 0) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `maxMultimodal must be a non-negative integer`);
+  }
+  if (!(r.approxTtlMs > 0)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `approxTtlMs must be > 0`);
+  if (!(r.pruneTargetRatio > 0 && r.pruneTargetRatio <= 1)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `pruneTargetRatio must be in (0, 1]`);
+  }
+  if (r.eventBytes < 16) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `eventBytes must be at least 16`);
+  r.promptTokens = Math.min(r.promptTokens, r.maxPromptTokens);
+  return r;
+}
+
+function pow2AtLeast(n: number): number {
+  let p = 16;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/**
+ * Bytes the core reserves at creation, plus the worst case of prompt-region growth (regions double, and abandoned
+ * ones are not reused, so growth costs at most twice the largest size). Mirrors `init` in assembly/index.ts.
+ */
+export function budgetBytes(r: ResolvedKvIndexOptions): number {
+  const words = Math.ceil(r.maxSlots / 64);
+  const table = pow2AtLeast(Math.floor((r.capacity * 4 + 2) / 3));
+  const heap = Math.min(r.capacity, r.approxMaxBlocks + 1) + 64;
+  const fixed = table * (8 + 8 * words) + table * 16 + r.capacity * 48 + heap * 32 + r.maxSlots * 32 + words * 8 +
+    r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
+  const prompt = (t: number): number => t * 4 + t * 16;
+  return fixed + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + (1 << 20);
+}
