@@ -1,0 +1,35 @@
+/** @module kvgate's command dispatcher: pure functions from arguments to output, run by src/runtime/cli.ts. */
+import { createKvIndex } from "../core/create-kv-index.ts";
+import { HASH_USAGE, runHash } from "./hash-command.ts";
+
+export const USAGE = `usage: kvgate <command> [options]
+commands:
+  hash     print a prompt's block hashes (local and chained)
+  help     this text
+${HASH_USAGE}`;
+
+export interface CliIo {
+  stdin(): string;
+  write(text: string): void;
+}
+
+/** Runs one command; resolves to the process exit code. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case "hash": {
+      const index = await createKvIndex({ capacity: 1024, maxSlots: 1 });
+      io.write(runHash(index, rest, io.stdin));
+      return 0;
+    }
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      io.write(USAGE + "\n");
+      return cmd === undefined ? 2 : 0;
+    default:
+      io.write(`unknown command ${JSON.stringify(cmd)}\n${USAGE}\n`);
+      return 2;
+  }
+}
