@@ -1,0 +1,228 @@
+/**
+ * @module Plain TypeScript model of the block index, slot-keyed like the WASM core: readable maps, no tricks.
+ * It defines the semantics the core must reproduce and is the oracle of the differential tests and the benchmark baseline.
+ */
+import { xxh3Reference } from "./xxh3-reference.ts";
+import { BASE_SEED } from "../core/hash-seeds.ts";
+
+export interface RefEntry {
+  /** The prefix (router sequence hash) this engine block stands for. */
+  seq: bigint;
+  /** Approximate-mode expiry in ms; 0 for blocks an engine event reported. */
+  expiry: number;
+  /** Position in its prompt (0 = first block); deeper blocks are pruned first on equal expiry. */
+  depth: number;
+}
+
+export type RefStoreOutcome = "applied" | "bad_slot" | "parent_not_found" | "invalid_sequence" | "capacity";
+
+export interface RefCounters {
+  applied: number;
+  parentMissing: number;
+  invalid: number;
+  capacity: number;
+  unknownRemoved: number;
+  badSlot: number;
+  evicted: number;
+  expired: number;
+  pruned: number;
+}
+
+export function chainStep(prev: bigint, local: bigint): bigint {
+  const b = new Uint8Array(16);
+  const v = new DataView(b.buffer);
+  v.setBigUint64(0, prev, true);
+  v.setBigUint64(8, local, true);
+  return xxh3Reference(b, BASE_SEED);
+}
+
+export class ReferenceIndex {
+  readonly open = new Set<number>();
+  /** slot → engine hash → entry */
+  readonly entries = new Map<number, Map<bigint, RefEntry>>();
+  /** slot → prefix → number of entries of that slot standing for it */
+  readonly holds = new Map<number, Map<bigint, number>>();
+  readonly counters: RefCounters = { applied: 0, parentMissing: 0, invalid: 0, capacity: 0, unknownRemoved: 0, badSlot: 0, evicted: 0, expired: 0, pruned: 0 };
+  size = 0;
+  ttlCount = 0;
+
+  constructor(
+    readonly capacity: number,
+    readonly approxMax = 1 << 20,
+    readonly pruneRatio = 0.8,
+  ) {}
+
+  openSlot(slot: number): void {
+    this.open.add(slot);
+    if (!this.entries.has(slot)) {
+      this.entries.set(slot, new Map());
+      this.holds.set(slot, new Map());
+    }
+  }
+
+  treeSize(slot: number): number {
+    return this.entries.get(slot)?.size ?? 0;
+  }
+
+  #create(slot: number, hash: bigint, e: RefEntry): void {
+    this.entries.get(slot)!.set(hash, e);
+    const h = this.holds.get(slot)!;
+    h.set(e.seq, (h.get(e.seq) ?? 0) + 1);
+    this.size++;
+    if (e.expiry > 0) this.ttlCount++;
+  }
+
+  #drop(slot: number, hash: bigint): void {
+    const m = this.entries.get(slot)!;
+    const e = m.get(hash)!;
+    m.delete(hash);
+    const h = this.holds.get(slot)!;
+    const c = h.get(e.seq)! - 1;
+    if (c === 0) h.delete(e.seq);
+    else h.set(e.seq, c);
+    this.size--;
+    if (e.expiry > 0) this.ttlCount--;
+  }
+
+  /** Live approximate entries in eviction order: earliest expiry, then deepest, then slot, then hash. */
+  #ttlOrder(): [number, bigint, RefEntry][] {
+    const all: [number, bigint, RefEntry][] = [];
+    for (const [slot, m] of this.entries) for (const [hash, e] of m) if (e.expiry > 0) all.push([slot, hash, e]);
+    return all.sort((a, b) => a[2].expiry - b[2].expiry || b[2].depth - a[2].depth || a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  }
+
+  #evictOldest(count: number): number {
+    const order = this.#ttlOrder();
+    let n = 0;
+    for (const [slot, hash] of order) {
+      if (n >= count) break;
+      this.#drop(slot, hash);
+      n++;
+    }
+    return n;
+  }
+
+  store(slot: number, parent: bigint | null, blocks: readonly { hash: bigint; local: bigint }[]): RefStoreOutcome {
+    if (!this.open.has(slot)) { this.counters.badSlot++; return "bad_slot"; }
+    const mine = this.entries.get(slot)!;
+    let prev = 0n, depth = 0;
+    if (parent !== null) {
+      const p = mine.get(parent);
+      if (!p) { this.counters.parentMissing++; return "parent_not_found"; }
+      prev = p.seq;
+      depth = p.depth + 1;
+    }
+    const seen = new Set<bigint>();
+    for (const b of blocks) {
+      if ((parent !== null && b.hash === parent) || seen.has(b.hash)) { this.counters.invalid++; return "invalid_sequence"; }
+      seen.add(b.hash);
+    }
+    if (this.capacity - this.size < blocks.length) {
+      const evicted = this.#evictOldest(blocks.length - (this.capacity - this.size));
+      this.counters.evicted += evicted;
+      if (parent !== null && !mine.has(parent)) { this.counters.parentMissing++; return "parent_not_found"; }
+      const missing = blocks.filter((b) => !mine.has(b.hash)).length;
+      if (this.capacity - this.size < missing) { this.counters.capacity++; return "capacity"; }
+    }
+    blocks.forEach((b, i) => {
+      const seq = parent === null && i === 0 ? b.local : chainStep(prev, b.local);
+      prev = seq;
+      const e = mine.get(b.hash);
+      if (e && e.seq === seq) {
+        if (e.expiry > 0) { e.expiry = 0; this.ttlCount--; }
+        e.depth = depth + i;
+        return;
+      }
+      if (e) this.#drop(slot, b.hash);
+      this.#create(slot, b.hash, { seq, expiry: 0, depth: depth + i });
+    });
+    this.counters.applied++;
+    return "applied";
+  }
+
+  /** Returns how many hashes were unknown, or -1 for a closed slot. */
+  remove(slot: number, hashes: readonly bigint[]): number {
+    if (!this.open.has(slot)) { this.counters.badSlot++; return -1; }
+    let unknown = 0;
+    for (const h of hashes) {
+      if (this.entries.get(slot)!.has(h)) this.#drop(slot, h);
+      else unknown++;
+    }
+    this.counters.unknownRemoved += unknown;
+    this.counters.applied++;
+    return unknown;
+  }
+
+  clear(slot: number): boolean {
+    if (!this.open.has(slot)) { this.counters.badSlot++; return false; }
+    for (const h of [...this.entries.get(slot)!.keys()]) this.#drop(slot, h);
+    this.counters.applied++;
+    return true;
+  }
+
+  closeSlot(slot: number): void {
+    if (this.clear(slot)) this.open.delete(slot);
+  }
+
+  expire(now: number): number {
+    let n = 0;
+    for (const [slot, m] of this.entries) {
+      for (const [hash, e] of [...m]) {
+        if (e.expiry > 0 && e.expiry <= now) {
+          this.#drop(slot, hash);
+          n++;
+        }
+      }
+    }
+    this.counters.expired += n;
+    return n;
+  }
+
+  #prune(): void {
+    if (this.ttlCount <= this.approxMax) return;
+    const target = Math.floor(this.approxMax * this.pruneRatio);
+    const n = this.#evictOldest(this.ttlCount - target);
+    this.counters.pruned += n;
+  }
+
+  /** Approximate mode: `seqs` (prompt order) were routed to `slot` at `now`; returns blocks recorded, or -1. */
+  record(slot: number, seqs: readonly bigint[], now: number, ttl: number): number {
+    if (!this.open.has(slot)) { this.counters.badSlot++; return -1; }
+    this.expire(now);
+    const mine = this.entries.get(slot)!;
+    let done = 0;
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i]!;
+      let e = mine.get(seq);
+      if (e && e.seq !== seq) {
+        this.#drop(slot, seq);
+        e = undefined;
+      }
+      if (e) {
+        if (e.expiry > 0) {
+          e.expiry = now + ttl;
+          e.depth = i;
+        }
+        done++;
+        continue;
+      }
+      if (this.size >= this.capacity) this.counters.evicted += this.#evictOldest(1);
+      if (this.size >= this.capacity) { this.counters.capacity++; break; }
+      this.#create(slot, seq, { seq, expiry: now + ttl, depth: i });
+      done++;
+      this.#prune();
+    }
+    return done;
+  }
+
+  /** Contiguous leading blocks of `seqs` each open slot holds (slots holding none are absent). */
+  findMatches(seqs: readonly bigint[]): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const [slot, h] of this.holds) {
+      let d = 0;
+      while (d < seqs.length && (h.get(seqs[d]!) ?? 0) > 0) d++;
+      if (d > 0) out.set(slot, d);
+    }
+    return out;
+  }
+}
