@@ -1,0 +1,156 @@
+import { describe, it, expect } from "vitest";
+import { KvIndex } from "../../src/core/kv-index.ts";
+import { loadCoreModule } from "../../src/wasm/module-fs.ts";
+import { WasmTrapError } from "../../src/core/errors.ts";
+import { EventBatchWriter } from "../../src/core/event-encoder.ts";
+import { budgetBytes, resolveOptions } from "../../src/core/kv-index-options.ts";
+import { hashPromptReference } from "../../src/reference/block-hash-reference.ts";
+import { seededRandom } from "../../src/core/seeded-random.ts";
+
+const mk = async (o: ConstructorParameters<typeof KvIndex>[1] = {}) => new KvIndex(await loadCoreModule("release"), { capacity: 4096, maxSlots: 8, ...o });
+
+describe("memory growth", () => {
+  it("should grow the prompt regions for a longer prompt, refresh its views, and keep hashing and matching right", async () => {
+    const idx = await mk({ promptTokens: 64, maxPromptTokens: 1 << 16 });
+    const rnd = seededRandom(9);
+    const short = Array.from({ length: 48 }, () => rnd.u32());
+    const shortSeq = idx.hash(short, { blockSize: 16 }).seq;
+    idx.recordHashes("w", 0, shortSeq, 1, 10_000);
+    const before = idx.stats().wasmBytes;
+    const long = new Uint32Array(40_000);
+    long.set(short);
+    for (let i = short.length; i < long.length; i++) long[i] = rnd.u32();
+    const h = idx.hash(long, { blockSize: 16 });
+    expect(idx.stats().wasmBytes).toBeGreaterThan(before);
+    expect(h).toEqual(hashPromptReference(long, { blockSize: 16 }));
+    // The index content survived the growth and is read through fresh views.
+    expect(idx.findMatches(long, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
+    expect(idx.treeSize("w", 0)).toBe(3);
+  });
+
+  it("should refuse a prompt longer than maxPromptTokens with a typed error and no growth", async () => {
+    const idx = await mk({ promptTokens: 64, maxPromptTokens: 1000 });
+    const before = idx.stats().wasmBytes;
+    expect(() => idx.hash(new Uint32Array(1001), { blockSize: 16 })).toThrow(expect.objectContaining({ code: "KVGATE_ERR_PROMPT_TOO_LONG" }));
+    expect(idx.stats().wasmBytes).toBe(before);
+  });
+
+  it("should stay within the memory budget its options imply", async () => {
+    const o = { capacity: 50_000, maxSlots: 130, promptTokens: 1024, maxPromptTokens: 100_000 };
+    const idx = await mk(o);
+    const rnd = seededRandom(4);
+    for (let i = 0; i < 20; i++) idx.hash(new Uint32Array(1 + rnd.int(100_000)), { blockSize: 16 });
+    for (let k = 0; k < 200; k++) {
+      const blocks = Array.from({ length: 400 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+      idx.stored(`w${k % 130}`, 0, null, blocks);
+    }
+    expect(idx.stats().entries).toBeLessThanOrEqual(50_000);
+    expect(idx.stats().wasmBytes).toBeLessThanOrEqual(budgetBytes(resolveOptions(o)) + 65536);
+  });
+});
+
+describe("capacity", () => {
+  it("should reject a Stored event that does not fit, leaving the index untouched", async () => {
+    const idx = await mk({ capacity: 10 });
+    const rnd = seededRandom(1);
+    const a = Array.from({ length: 8 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+    expect(idx.stored("w", 0, null, a)).toBe("applied");
+    const b = Array.from({ length: 3 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+    expect(idx.stored("w", 0, null, b)).toBe("capacity");
+    expect(idx.treeSize("w", 0)).toBe(8);
+    expect(idx.counters().capacity).toBe(1);
+  });
+
+  it("should evict approximate blocks, earliest expiry first, to make room for engine events", async () => {
+    const idx = await mk({ capacity: 10 });
+    const rnd = seededRandom(2);
+    idx.recordHashes("a", 0, [1n, 2n, 3n, 4n], 1000, 50_000);
+    idx.recordHashes("b", 0, [5n, 6n, 7n, 8n], 2000, 50_000);
+    const blocks = Array.from({ length: 5 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+    expect(idx.stored("w", 0, null, blocks)).toBe("applied");
+    expect(idx.treeSize("w", 0)).toBe(5);
+    // Three blocks had to go: a's, deepest first (a holds its first block only).
+    expect(idx.treeSize("a", 0)).toBe(1);
+    expect(idx.treeSize("b", 0)).toBe(4);
+    expect(idx.counters().evicted).toBe(3);
+  });
+
+  it("should prune approximate blocks to the target ratio, deepest first on equal expiry", async () => {
+    const idx = await mk({ approxMaxBlocks: 10, pruneTargetRatio: 0.5 });
+    idx.recordHashes("a", 0, Array.from({ length: 11 }, (_, i) => BigInt(i + 1)), 0, 1000);
+    expect(idx.stats().ttlEntries).toBe(5);
+    expect(idx.findMatchesByHashes(Array.from({ length: 11 }, (_, i) => BigInt(i + 1))).matches[0]!.blocks).toBe(5);
+    expect(idx.expire(999)).toBe(0);
+    expect(idx.expire(1000)).toBe(5);
+  });
+});
+
+describe("bad input", () => {
+  it("should stop at a corrupt record, apply the records before it, and report its offset", async () => {
+    const idx = await mk();
+    const slot = idx.slotFor("w", 0);
+    const w = new EventBatchWriter();
+    w.stored(slot, null, [11n, 12n], [101n, 102n]);
+    const good = w.byteLength;
+    w.removed(slot, [11n]);
+    const bytes = w.bytes().slice();
+    bytes[good] = 99; // unknown kind
+    expect(idx.applyBatch(bytes)).toEqual({ records: -1, corruptAt: good });
+    expect(idx.treeSize("w", 0)).toBe(2);
+    // A truncated record is corrupt too, and applies nothing of itself.
+    w.reset();
+    w.removed(slot, [11n, 12n]);
+    expect(idx.applyBatch(w.bytes().slice(0, w.byteLength - 4))).toEqual({ records: -1, corruptAt: 0 });
+    expect(idx.treeSize("w", 0)).toBe(2);
+    expect(idx.counters().corrupt).toBe(2);
+  });
+
+  it("should hash token ids of STORED_TOKENS records inside the core exactly as the prompt hash does", async () => {
+    const idx = await mk();
+    const slot = idx.slotFor("w", 0);
+    const tokens = Array.from({ length: 64 }, (_, i) => i * 7 + 1);
+    const w = new EventBatchWriter();
+    w.storedTokens(slot, null, [1n, 2n, 3n, 4n], tokens, 16, idx.seedFor({ lora: "x" }));
+    expect(idx.applyBatch(w.bytes())).toEqual({ records: 1 });
+    const m = idx.findMatches(tokens, { blockSize: 16, lora: "x" });
+    expect(m.matches).toEqual([{ worker: "w", dpRank: 0, blocks: 4, treeSize: 4 }]);
+    expect(idx.findMatches(tokens, { blockSize: 16 }).matches).toEqual([]);
+  });
+
+  it("should count events for a closed slot without touching the index", async () => {
+    const idx = await mk();
+    const w = new EventBatchWriter();
+    w.stored(5, null, [1n], [2n]).removed(6, [1n]).cleared(7);
+    expect(idx.applyBatch(w.bytes())).toEqual({ records: 3 });
+    expect(idx.counters().badSlot).toBe(3);
+    expect(idx.stats().entries).toBe(0);
+  });
+
+  it("should refuse a batch larger than the event buffer", async () => {
+    const idx = await mk({ eventBytes: 64 });
+    expect(() => idx.applyBatch(new Uint8Array(65))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_BAD_ARGUMENT" }));
+  });
+});
+
+describe("trap recovery", () => {
+  it("should turn a trap into WasmTrapError, rebuild the instance empty, keep the slot map and keep working", async () => {
+    const idx = await mk();
+    const resets: WasmTrapError[] = [];
+    idx.onReset = (e) => resets.push(e);
+    idx.recordHashes("w", 0, [1n, 2n], 0, 1000);
+    expect(idx.treeSize("w", 0)).toBe(2);
+    let caught: unknown;
+    try {
+      idx.induceTrap();
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(WasmTrapError);
+    expect((caught as WasmTrapError).code).toBe("KVGATE_ERR_WASM_TRAP");
+    expect(idx.generation).toBe(1);
+    expect(resets).toHaveLength(1);
+    expect(idx.treeSize("w", 0)).toBe(0);
+    expect(idx.recordHashes("w", 0, [1n, 2n, 3n], 0, 1000)).toBe(3);
+    expect(idx.findMatchesByHashes([1n, 2n, 3n]).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
+  });
+});
