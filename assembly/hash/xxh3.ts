@@ -157,6 +157,10 @@ function seededSecret(seed: u64): usize {
 let a0: u64 = 0, a1: u64 = 0, a2: u64 = 0, a3: u64 = 0, a4: u64 = 0, a5: u64 = 0, a6: u64 = 0, a7: u64 = 0;
 
 function stripes(p: usize, s: usize, n: usize): void {
+  if (ASC_FEATURE_SIMD) {
+    stripesSimd(p, s, n);
+    return;
+  }
   let x0 = a0, x1 = a1, x2 = a2, x3 = a3, x4 = a4, x5 = a5, x6 = a6, x7 = a7;
   for (let k: usize = 0; k < n; k++) {
     const ip = p + (k << 6), sp = s + (k << 3);
@@ -173,6 +177,31 @@ function stripes(p: usize, s: usize, n: usize): void {
   a0 = x0; a1 = x1; a2 = x2; a3 = x3; a4 = x4; a5 = x5; a6 = x6; a7 = x7;
 }
 
+// Two accumulators per v128 lane pair: acc[2j], acc[2j+1] += swap(data) + lo32(data^key) * hi32(data^key).
+// @ts-ignore: decorator
+@inline function lane(acc: v128, ip: usize, sp: usize): v128 {
+  const d = v128.load(ip);
+  const dk = v128.xor(d, v128.load(sp));
+  const prod = i64x2.extmul_low_i32x4_u(v128.shuffle<i32>(dk, dk, 0, 2, 0, 2), v128.shuffle<i32>(dk, dk, 1, 3, 1, 3));
+  return i64x2.add(acc, i64x2.add(v128.shuffle<i64>(d, d, 1, 0), prod));
+}
+
+function stripesSimd(p: usize, s: usize, n: usize): void {
+  let v0 = i64x2(<i64>a0, <i64>a1), v1 = i64x2(<i64>a2, <i64>a3);
+  let v2 = i64x2(<i64>a4, <i64>a5), v3 = i64x2(<i64>a6, <i64>a7);
+  for (let k: usize = 0; k < n; k++) {
+    const ip = p + (k << 6), sp = s + (k << 3);
+    v0 = lane(v0, ip, sp);
+    v1 = lane(v1, ip + 16, sp + 16);
+    v2 = lane(v2, ip + 32, sp + 32);
+    v3 = lane(v3, ip + 48, sp + 48);
+  }
+  a0 = <u64>i64x2.extract_lane(v0, 0); a1 = <u64>i64x2.extract_lane(v0, 1);
+  a2 = <u64>i64x2.extract_lane(v1, 0); a3 = <u64>i64x2.extract_lane(v1, 1);
+  a4 = <u64>i64x2.extract_lane(v2, 0); a5 = <u64>i64x2.extract_lane(v2, 1);
+  a6 = <u64>i64x2.extract_lane(v3, 0); a7 = <u64>i64x2.extract_lane(v3, 1);
+}
+
 // @ts-ignore: decorator
 @inline function scramble1(a: u64, k: u64): u64 {
   a ^= a >> 47;
@@ -187,8 +216,50 @@ function scramble(s: usize): void {
   a6 = scramble1(a6, rd64(s + 48)); a7 = scramble1(a7, rd64(s + 56));
 }
 
+// @ts-ignore: decorator
+@inline function merge(len: usize, s: usize, x0: u64, x1: u64, x2: u64, x3: u64, x4: u64, x5: u64, x6: u64, x7: u64): u64 {
+  let r = <u64>len * P64_1;
+  r += mulFold64(x0 ^ rd64(s + 11), x1 ^ rd64(s + 19));
+  r += mulFold64(x2 ^ rd64(s + 27), x3 ^ rd64(s + 35));
+  r += mulFold64(x4 ^ rd64(s + 43), x5 ^ rd64(s + 51));
+  r += mulFold64(x6 ^ rd64(s + 59), x7 ^ rd64(s + 67));
+  return avalanche3(r);
+}
+
+/**
+ * 241..1024 bytes (block sizes 61..256 tokens): no scramble round, so the accumulators stay in locals (or v128
+ * registers) from the first stripe to the merge — the common case for block sizes 64 and 128.
+ */
+function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
+  const n = (len - 1) >> 6;
+  const last = p + len - 64, ls = s + 192 - 64 - 7;
+  if (ASC_FEATURE_SIMD) {
+    let v0 = i64x2(<i64>P32_3, <i64>P64_1), v1 = i64x2(<i64>P64_2, <i64>P64_3);
+    let v2 = i64x2(<i64>P64_4, <i64>P32_2), v3 = i64x2(<i64>P64_5, <i64>P32_1);
+    for (let k: usize = 0; k < n; k++) {
+      const ip = p + (k << 6), sp = s + (k << 3);
+      v0 = lane(v0, ip, sp);
+      v1 = lane(v1, ip + 16, sp + 16);
+      v2 = lane(v2, ip + 32, sp + 32);
+      v3 = lane(v3, ip + 48, sp + 48);
+    }
+    v0 = lane(v0, last, ls);
+    v1 = lane(v1, last + 16, ls + 16);
+    v2 = lane(v2, last + 32, ls + 32);
+    v3 = lane(v3, last + 48, ls + 48);
+    return merge(len, s,
+      <u64>i64x2.extract_lane(v0, 0), <u64>i64x2.extract_lane(v0, 1), <u64>i64x2.extract_lane(v1, 0), <u64>i64x2.extract_lane(v1, 1),
+      <u64>i64x2.extract_lane(v2, 0), <u64>i64x2.extract_lane(v2, 1), <u64>i64x2.extract_lane(v3, 0), <u64>i64x2.extract_lane(v3, 1));
+  }
+  a0 = P32_3; a1 = P64_1; a2 = P64_2; a3 = P64_3; a4 = P64_4; a5 = P32_2; a6 = P64_5; a7 = P32_1;
+  stripes(p, s, n);
+  stripes(last, ls, 1);
+  return merge(len, s, a0, a1, a2, a3, a4, a5, a6, a7);
+}
+
 function hashLong(p: usize, len: usize, seed: u64): u64 {
   const s = seededSecret(seed);
+  if (len <= 1024) return hashUpTo1k(p, len, s);
   a0 = P32_3; a1 = P64_1; a2 = P64_2; a3 = P64_3; a4 = P64_4; a5 = P32_2; a6 = P64_5; a7 = P32_1;
   // 192-byte secret: 16 stripes of 64 bytes per 1024-byte block.
   const blocks = (len - 1) >> 10;
@@ -199,12 +270,7 @@ function hashLong(p: usize, len: usize, seed: u64): u64 {
   const tail = p + (blocks << 10);
   stripes(tail, s, ((len - 1) - (blocks << 10)) >> 6);
   stripes(p + len - 64, s + 192 - 64 - 7, 1);
-  let r = <u64>len * P64_1;
-  r += mulFold64(a0 ^ rd64(s + 11), a1 ^ rd64(s + 19));
-  r += mulFold64(a2 ^ rd64(s + 27), a3 ^ rd64(s + 35));
-  r += mulFold64(a4 ^ rd64(s + 43), a5 ^ rd64(s + 51));
-  r += mulFold64(a6 ^ rd64(s + 59), a7 ^ rd64(s + 67));
-  return avalanche3(r);
+  return merge(len, s, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 /** XXH3-64 of `len` bytes at `p` with `seed`; every length class of the specification. */
