@@ -181,6 +181,14 @@ export class KvIndex {
     return this.#core.last_blocks();
   }
 
+  /** Benchmark floor only: copies `tokens` into the TOKENS region as `route` does, and does nothing else. */
+  copyTokensForBench(tokens: Uint32Array): void {
+    this.#guard("copy_tokens", (c) => {
+      if (tokens.length > c.tokens_cap()) this.#growPrompt(c, tokens.length);
+      this.#u32.set(tokens, c.tokens_ptr() >>> 2);
+    });
+  }
+
   /** Sequence hashes of the last hashed prompt (a copy). */
   lastSequenceHashes(): bigint[] {
     return this.#guard("seq", (c) => {
