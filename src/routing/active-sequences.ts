@@ -1,0 +1,137 @@
+/**
+ * @module Bookings of in-flight requests per (worker, rank): book at selection, drop the prefill share at the first
+ * token, free exactly once at completion, failure, cancel, worker removal or stale expiry.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { NowFn } from "./clock.ts";
+import type { FreeReason } from "./routing-types.ts";
+import type { RankState } from "./worker-registry.ts";
+
+export interface Booking {
+  /** Unique per booking, so a stale handle from an earlier attempt can never free a later one with the same request id. */
+  readonly id: number;
+  readonly requestId: string;
+  readonly rank: RankState;
+  /** Uncached prompt tokens; counted in the rank's prefill load until the first output token. */
+  readonly prefillTokens: number;
+  /** Complete prompt blocks. */
+  readonly blocks: number;
+  /** Sequence hashes of the prompt blocks as (lo, hi) u32 pairs; absent when KV reuse is not assumed. */
+  readonly keys: Uint32Array | undefined;
+  readonly bookedAt: number;
+  readonly sessionId: string | undefined;
+  prefillDone: boolean;
+  freed: FreeReason | undefined;
+}
+
+export interface BookingInput {
+  requestId: string;
+  prefillTokens: number;
+  blocks: number;
+  keys: Uint32Array | undefined;
+  sessionId?: string;
+}
+
+export interface ActiveSequencesOptions {
+  staleBookingMs: number;
+  staleCheckEveryMs: number;
+  /** Called once per freed booking, after the load was released. */
+  onFree?: (booking: Booking, reason: FreeReason) => void;
+}
+
+export class ActiveSequences {
+  readonly #byRequest = new Map<string, Booking>();
+  readonly #byId = new Map<number, Booking>();
+  readonly #byRank = new Map<RankState, Set<Booking>>();
+  #nextId = 1;
+  #lastStaleCheck = -Infinity;
+
+  constructor(private readonly now: NowFn, private readonly options: ActiveSequencesOptions) {}
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  book(rank: RankState, input: BookingInput): Booking {
+    if (this.#byRequest.has(input.requestId)) {
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request ${input.requestId} already holds a booking; free it before routing again`);
+    }
+    const now = this.now();
+    if (now - this.#lastStaleCheck >= this.options.staleCheckEveryMs) this.expireStale(now);
+    const b: Booking = {
+      id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
+      blocks: input.blocks, keys: input.keys, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
+    };
+    const load = rank.load;
+    load.activeRequests++;
+    load.activePrefillTokens += b.prefillTokens;
+    load.summedBlocks += b.blocks;
+    if (b.keys) load.blocks.add(b.keys, b.blocks);
+    this.#byRequest.set(b.requestId, b);
+    this.#byId.set(b.id, b);
+    let set = this.#byRank.get(rank);
+    if (!set) this.#byRank.set(rank, (set = new Set()));
+    set.add(b);
+    return b;
+  }
+
+  get(requestId: string): Booking | undefined {
+    return this.#byRequest.get(requestId);
+  }
+
+  /** First output token: the prompt is computed, so its prefill tokens stop counting. Returns false if already done or freed. */
+  markPrefillComplete(b: Booking): boolean {
+    if (b.freed !== undefined || b.prefillDone) return false;
+    b.prefillDone = true;
+    b.rank.load.activePrefillTokens -= b.prefillTokens;
+    return true;
+  }
+
+  /** Releases the booking's load; true the first time, false on every later call (exactly once). */
+  free(b: Booking, reason: FreeReason): boolean {
+    if (b.freed !== undefined || this.#byId.get(b.id) !== b) return false;
+    b.freed = reason;
+    const load = b.rank.load;
+    load.activeRequests--;
+    if (!b.prefillDone) load.activePrefillTokens -= b.prefillTokens;
+    load.summedBlocks -= b.blocks;
+    if (b.keys) load.blocks.remove(b.keys, b.blocks);
+    this.#byId.delete(b.id);
+    if (this.#byRequest.get(b.requestId) === b) this.#byRequest.delete(b.requestId);
+    const set = this.#byRank.get(b.rank);
+    set?.delete(b);
+    if (set?.size === 0) this.#byRank.delete(b.rank);
+    this.options.onFree?.(b, reason);
+    return true;
+  }
+
+  /** Frees every booking on the given ranks (worker removal). */
+  freeRanks(ranks: readonly RankState[], reason: FreeReason): Booking[] {
+    const out: Booking[] = [];
+    for (const r of ranks) {
+      const set = this.#byRank.get(r);
+      if (!set) continue;
+      for (const b of [...set]) if (this.free(b, reason)) out.push(b);
+    }
+    return out;
+  }
+
+  /** Force-frees bookings older than the stale limit; returns how many. */
+  expireStale(now = this.now()): number {
+    this.#lastStaleCheck = now;
+    const limit = now - this.options.staleBookingMs;
+    const old: Booking[] = [];
+    // A full scan rather than stopping at the first young booking: an injected clock need not be monotonic.
+    for (const b of this.#byId.values()) if (b.bookedAt <= limit) old.push(b);
+    for (const b of old) this.free(b, "expired");
+    return old.length;
+  }
+
+  bookingsOf(rank: RankState): ReadonlySet<Booking> {
+    return this.#byRank.get(rank) ?? new Set();
+  }
+
+  live(): IterableIterator<Booking> {
+    return this.#byId.values();
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * @module When a rank counts as busy (reject with 503 only if every worker is) and when the fleet is saturated enough
+ * that a request must wait in the admission queue.
+ */
+import { DEFAULT_MAX_BATCHED_TOKENS, type BusyThresholds } from "./router-config.ts";
+import type { RankState, WorkerEntry } from "./worker-registry.ts";
+
+export function hasBusyThresholds(t: BusyThresholds): boolean {
+  return t.activeDecodeBlocksFrac !== undefined || t.activePrefillTokens !== undefined || t.activePrefillTokensFrac !== undefined;
+}
+
+/** Any configured threshold exceeded; a threshold that needs an unknown capacity is skipped for that worker. */
+export function rankBusy(rank: RankState, t: BusyThresholds): boolean {
+  const load = rank.load, w = rank.worker;
+  if (t.activeDecodeBlocksFrac !== undefined && w.totalKvBlocks !== undefined &&
+      load.activeBlocks / w.totalKvBlocks > t.activeDecodeBlocksFrac) return true;
+  if (t.activePrefillTokens !== undefined && load.activePrefillTokens > t.activePrefillTokens) return true;
+  if (t.activePrefillTokensFrac !== undefined && w.maxBatchedTokens !== undefined &&
+      load.activePrefillTokens > t.activePrefillTokensFrac * w.maxBatchedTokens) return true;
+  return false;
+}
+
+/**
+ * Drops the ranks of workers that are busy; a data-parallel worker is busy only when all of its candidate ranks are.
+ * Returns the input array itself when nothing is dropped (the common case costs no allocation).
+ */
+export function withoutBusy(ranks: readonly RankState[], t: BusyThresholds): readonly RankState[] {
+  if (!hasBusyThresholds(t) || ranks.length === 0) return ranks;
+  let idle: Set<WorkerEntry> | undefined;
+  let anyBusy = false;
+  for (const r of ranks) {
+    if (!rankBusy(r, t)) (idle ??= new Set()).add(r.worker);
+    else anyBusy = true;
+  }
+  if (!anyBusy) return ranks;
+  if (!idle) return [];
+  return ranks.filter((r) => idle!.has(r.worker));
+}
+
+/** Prefill tokens above which a rank no longer admits work without queueing. */
+export function queueLimitOf(rank: RankState, threshold: number): number {
+  return threshold * (rank.worker.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS);
+}
+
+/** True when every rank is above the queue threshold (an empty list is never saturated: selection reports it). */
+export function saturated(ranks: readonly RankState[], threshold: number | null): boolean {
+  if (threshold === null || ranks.length === 0) return false;
+  for (const r of ranks) if (r.load.activePrefillTokens <= queueLimitOf(r, threshold)) return false;
+  return true;
+}

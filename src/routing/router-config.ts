@@ -1,0 +1,108 @@
+/** @module Router settings, their defaults (the reference router's where it has one) and validation. */
+import { KvgateError } from "../core/errors.ts";
+
+export type QueuePolicy = "fcfs" | "lcfs" | "wspt";
+export type AffinityMode = "hard" | "soft";
+
+export interface BusyThresholds {
+  /** A rank is busy when active decode blocks / total KV blocks exceed this (needs totalKvBlocks). */
+  activeDecodeBlocksFrac?: number;
+  /** A rank is busy when its active prefill tokens exceed this absolute number. */
+  activePrefillTokens?: number;
+  /** A rank is busy when active prefill tokens exceed this fraction of max batched tokens (needs maxBatchedTokens). */
+  activePrefillTokensFrac?: number;
+}
+
+export interface RouterConfig {
+  overlapWeight: number;
+  temperature: number;
+  /** Count prompt blocks shared by in-flight requests once per worker (the reference's "assume KV reuse"). */
+  assumeKvReuse: boolean;
+  /** Park a request when every eligible rank has more than threshold × max batched tokens of prefill; null disables. */
+  queueThreshold: number | null;
+  queuePolicy: QueuePolicy;
+  /** Most requests parked at once; further ones are rejected (429). */
+  queueMaxLength: number;
+  /** Longest a request may wait in the queue before it is rejected (429); Infinity disables. */
+  queueMaxWaitMs: number;
+  /** Retry-After suggested with a queue rejection. */
+  retryAfterMs: number;
+  busy: BusyThresholds;
+  /** Bookings older than this are force-freed so a lost stream cannot leak load forever. */
+  staleBookingMs: number;
+  /** Stale bookings are looked for at most this often on the booking path (tick() always looks). */
+  staleCheckEveryMs: number;
+  /** Header the gateway reads the session id from. */
+  sessionHeader: string;
+  affinityMode: AffinityMode;
+  /** Idle time after the last request of a session ends before its binding is forgotten; 0 disables affinity. */
+  sessionTtlMs: number;
+  sessionMaxEntries: number;
+  sessionMaxIdBytes: number;
+  /** Deadline shared by preview → plan → dispatch; an undispatched plan is released when it passes. */
+  cleanupTimeoutMs: number;
+  /** TTL of blocks recorded for approximate-mode workers. */
+  approxTtlMs: number;
+  /** Seed of the default random source (ignored when one is injected). */
+  seed: number;
+}
+
+export type RouterConfigInput = Partial<Omit<RouterConfig, "busy">> & { busy?: BusyThresholds };
+
+/** Max batched tokens assumed for a worker that does not report it: large enough that it never looks busy. */
+export const DEFAULT_MAX_BATCHED_TOKENS = 10_000_000;
+
+export const DEFAULT_CONFIG: RouterConfig = {
+  overlapWeight: 1,
+  temperature: 0,
+  assumeKvReuse: true,
+  queueThreshold: 4,
+  queuePolicy: "fcfs",
+  queueMaxLength: 1024,
+  queueMaxWaitMs: 60_000,
+  retryAfterMs: 1_000,
+  busy: {},
+  staleBookingMs: 300_000,
+  staleCheckEveryMs: 30_000,
+  sessionHeader: "x-session-id",
+  affinityMode: "hard",
+  sessionTtlMs: 300_000,
+  sessionMaxEntries: 65_536,
+  sessionMaxIdBytes: 256,
+  cleanupTimeoutMs: 120_000,
+  approxTtlMs: 120_000,
+  seed: 0x6b76_6761,
+};
+
+function bad(message: string): never {
+  throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message);
+}
+
+function nonNegative(name: string, v: number | undefined): void {
+  if (v !== undefined && !(v >= 0)) bad(`${name} must be >= 0, got ${v}`);
+}
+
+export function validateBusy(b: BusyThresholds): BusyThresholds {
+  nonNegative("busy.activeDecodeBlocksFrac", b.activeDecodeBlocksFrac);
+  nonNegative("busy.activePrefillTokens", b.activePrefillTokens);
+  nonNegative("busy.activePrefillTokensFrac", b.activePrefillTokensFrac);
+  return { ...b };
+}
+
+export function resolveConfig(input: RouterConfigInput = {}): RouterConfig {
+  const c: RouterConfig = { ...DEFAULT_CONFIG, ...input, busy: validateBusy(input.busy ?? {}) };
+  nonNegative("overlapWeight", c.overlapWeight);
+  nonNegative("temperature", c.temperature);
+  if (c.queueThreshold !== null) nonNegative("queueThreshold", c.queueThreshold);
+  if (!["fcfs", "lcfs", "wspt"].includes(c.queuePolicy)) bad(`unknown queue policy ${String(c.queuePolicy)}`);
+  if (!["hard", "soft"].includes(c.affinityMode)) bad(`unknown affinity mode ${String(c.affinityMode)}`);
+  if (!Number.isInteger(c.queueMaxLength) || c.queueMaxLength < 0) bad("queueMaxLength must be a non-negative integer");
+  for (const k of ["queueMaxWaitMs", "retryAfterMs", "staleCheckEveryMs", "sessionTtlMs"] as const) nonNegative(k, c[k]);
+  for (const k of ["staleBookingMs", "cleanupTimeoutMs", "approxTtlMs"] as const) {
+    if (!(c[k] > 0)) bad(`${k} must be > 0, got ${c[k]}`);
+  }
+  if (!Number.isInteger(c.sessionMaxEntries) || c.sessionMaxEntries < 1) bad("sessionMaxEntries must be a positive integer");
+  if (!Number.isInteger(c.sessionMaxIdBytes) || c.sessionMaxIdBytes < 1) bad("sessionMaxIdBytes must be a positive integer");
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(c.sessionHeader)) bad(`sessionHeader must be a lower-case header name, got ${c.sessionHeader}`);
+  return c;
+}

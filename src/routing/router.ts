@@ -1,0 +1,280 @@
+/**
+ * @module The routing engine's public face for the gateway: fleet changes, route / query / two-phase routing, request
+ * lifecycle (first token, end) and housekeeping. Transport-free; time and randomness are injected.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { KvIndex } from "../core/kv-index.ts";
+import type { Booking } from "./active-sequences.ts";
+import { performanceNow, type NowFn } from "./clock.ts";
+import { createPrng, type RandomSource } from "./prng.ts";
+import { RequestHandle, type HandleOps } from "./request-handle.ts";
+import { validateRequest } from "./request-validation.ts";
+import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
+import { RoutingCore, type Pending } from "./routing-core.ts";
+import type {
+  FreeReason, QueueRejection, RouteRequest, RouteSignals, RouterSnapshot, WorkerHealth, WorkerSpec,
+} from "./routing-types.ts";
+import { TwoPhase, type PlanOutcome, type PrefillProbe, type RoutePlan, type RoutePreview } from "./two-phase.ts";
+
+export interface FreedInfo {
+  bookingId: number;
+  requestId: string;
+  worker: string;
+  dpRank: number;
+  reason: FreeReason;
+}
+
+/** Hooks for metrics and tests; called synchronously, must not throw. */
+export interface RouterObserver {
+  routed?(signals: RouteSignals): void;
+  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number }): void;
+  freed?(info: FreedInfo): void;
+}
+
+export interface RouterDeps {
+  index: KvIndex;
+  /** Milliseconds; drives TTLs, queue waits, stale expiry and deadlines. */
+  now: NowFn;
+  /** Uniform draws in [0, 1); default: a PRNG seeded with config.seed. */
+  random?: RandomSource;
+  /** Fine timer for the timing signals; default performance.now. */
+  fineNow?: NowFn;
+  observer?: RouterObserver;
+}
+
+export type RouteOutcome =
+  | { kind: "routed"; signals: RouteSignals; handle: RequestHandle }
+  | { kind: "queue_rejected"; rejection: QueueRejection }
+  | { kind: "query"; signals: RouteSignals };
+
+export interface TickReport {
+  expiredBookings: number;
+  expiredPlans: number;
+  queueExpired: number;
+  sessionsReaped: number;
+  approxBlocksExpired: number;
+}
+
+export class Router {
+  readonly config: RouterConfig;
+  readonly index: KvIndex;
+  readonly #core: RoutingCore;
+  readonly #twoPhase: TwoPhase;
+  readonly #ops: HandleOps;
+  readonly #observer?: RouterObserver;
+  readonly #now: NowFn;
+
+  constructor(deps: RouterDeps, config: RouterConfigInput = {}) {
+    this.config = resolveConfig(config);
+    this.index = deps.index;
+    this.#now = deps.now;
+    this.#observer = deps.observer;
+    const rand = deps.random ?? createPrng(this.config.seed);
+    this.#core = new RoutingCore(deps.index, this.config, deps.now, deps.fineNow ?? performanceNow, rand, {
+      onFree: (b, reason) => this.#onFree(b, reason),
+      onRouted: (s) => this.#observer?.routed?.(s),
+      onBooked: (b) => this.#observer?.booked?.({ bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank }),
+    });
+    this.#ops = {
+      firstToken: (b) => {
+        const done = this.#core.sequences.markPrefillComplete(b);
+        if (done) this.#core.drain();
+        return done;
+      },
+      free: (b, reason) => this.#core.sequences.free(b, reason),
+    };
+    this.#twoPhase = new TwoPhase(this.#core, this.#ops);
+  }
+
+  // ---- fleet ----------------------------------------------------------------------------------------------------
+
+  addWorker(spec: WorkerSpec): void {
+    this.#core.registry.add(spec);
+    this.#core.drain();
+  }
+
+  setWorkerHealth(id: string, health: WorkerHealth): void {
+    this.#core.registry.setHealth(id, health);
+    this.#core.drain();
+  }
+
+  /** Stops new requests to the worker; its in-flight bookings run to completion. */
+  drainWorker(id: string): void {
+    this.setWorkerHealth(id, "draining");
+  }
+
+  /** Forgets the worker: drops its index entries and frees its bookings. Returns how many bookings were freed. */
+  removeWorker(id: string): number {
+    const w = this.#core.registry.remove(id);
+    if (!w) return 0;
+    const freed = this.#core.sequences.freeRanks(w.ranks, "worker_removed").length;
+    this.#core.drain();
+    return freed;
+  }
+
+  workerIds(): string[] {
+    return [...this.#core.registry.workers()].map((w) => w.id);
+  }
+
+  get busyThresholds(): BusyThresholds {
+    return { ...this.config.busy };
+  }
+
+  /** Runtime update of the busy thresholds (the gateway's busy_threshold endpoint). */
+  setBusyThresholds(t: BusyThresholds): void {
+    this.config.busy = validateBusy(t);
+    this.#core.drain();
+  }
+
+  // ---- routing --------------------------------------------------------------------------------------------------
+
+  /**
+   * Selects a worker, admits (now or after queueing) and books it. Resolves to routed (forward to signals.endpoint, then
+   * report through the handle), queue_rejected (answer 429 + Retry-After) or query (queryOnly requests). Rejects with a
+   * KvgateError for bad requests, unknown targets, no workers (503), all workers busy (503) or cancellation.
+   */
+  route(req: RouteRequest): Promise<RouteOutcome> {
+    try {
+      validateRequest(req);
+      if (req.queryOnly) return this.query(req).then((signals) => ({ kind: "query", signals }));
+      const p: Pending = { req, startedAt: this.#now(), bindAtBook: true };
+      // Fast path without a session: admit synchronously, skipping the promise machinery of the slow path.
+      if (req.sessionId === undefined || !this.#core.affinityEnabled) {
+        const first = this.#core.step(p);
+        if (first.kind === "admitted") return Promise.resolve(this.#routed(first.value.booking, first.value.signals));
+      }
+      return this.#routeSlow(p);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  async #routeSlow(p: Pending): Promise<RouteOutcome> {
+    await this.#core.enterSession(p, false);
+    try {
+      const out = await this.#core.admit(p);
+      if (out.kind === "rejected") {
+        this.#core.leaveSession(p);
+        return { kind: "queue_rejected", rejection: out.rejection };
+      }
+      return this.#routed(out.value.booking, out.value.signals);
+    } catch (e) {
+      this.#core.leaveSession(p);
+      throw e;
+    }
+  }
+
+  #routed(b: Booking, signals: RouteSignals): RouteOutcome {
+    return { kind: "routed", signals, handle: new RequestHandle(b, this.#ops) };
+  }
+
+  /** What route() would choose now, booking nothing (no admission, no session lease, no approximate recording). */
+  async query(req: RouteRequest): Promise<RouteSignals> {
+    validateRequest(req);
+    const p: Pending = { req, startedAt: this.#now(), bindAtBook: false };
+    await this.#core.enterSession(p, true);
+    return this.#core.selectOnly(p).signals;
+  }
+
+  preview(req: RouteRequest): Promise<RoutePreview> {
+    return this.#twoPhase.preview(req);
+  }
+
+  plan(req: RouteRequest, preview: RoutePreview): Promise<PlanOutcome> {
+    return this.#twoPhase.plan(req, preview);
+  }
+
+  dispatch(req: RouteRequest, plan: RoutePlan): RequestHandle {
+    return this.#twoPhase.dispatch(req, plan);
+  }
+
+  cancelPlan(plan: RoutePlan): boolean {
+    return this.#twoPhase.cancel(plan);
+  }
+
+  /** Is the prefill pool busy above `threshold` (fraction of max batched tokens) for this request? Advisory only. */
+  prefillBusy(req: RouteRequest, threshold: number): Promise<PrefillProbe> {
+    return this.#twoPhase.prefillBusy(req, threshold);
+  }
+
+  // ---- lifecycle by request id (for callers that keep ids rather than handles) ----------------------------------
+
+  handleOf(requestId: string): RequestHandle | undefined {
+    const b = this.#core.sequences.get(requestId);
+    return b && new RequestHandle(b, this.#ops);
+  }
+
+  firstToken(requestId: string): boolean {
+    const b = this.#core.sequences.get(requestId);
+    return b !== undefined && this.#ops.firstToken(b);
+  }
+
+  release(requestId: string, reason: "finished" | "failed" | "cancelled" = "finished"): boolean {
+    const b = this.#core.sequences.get(requestId);
+    return b !== undefined && this.#ops.free(b, reason);
+  }
+
+  // ---- housekeeping and signals ---------------------------------------------------------------------------------
+
+  /**
+   * Periodic work the gateway schedules (every 100 ms – 1 s): stale bookings, plan deadlines, queue wait limits,
+   * idle sessions, approximate-mode TTLs, then a queue drain. Nothing here depends on when it runs, only on now().
+   */
+  tick(): TickReport {
+    const now = this.#now();
+    const report: TickReport = {
+      expiredBookings: this.#core.sequences.expireStale(now),
+      expiredPlans: this.#twoPhase.expire(now),
+      queueExpired: this.#core.queue.expire(),
+      sessionsReaped: this.#core.sessions.reap(),
+      approxBlocksExpired: this.index.expire(now),
+    };
+    this.#core.drain();
+    return report;
+  }
+
+  get queueDepth(): number {
+    return this.#core.queue.depth;
+  }
+
+  get liveBookings(): number {
+    return this.#core.sequences.size;
+  }
+
+  /** A session's binding (undefined when unknown), for the admin API and tests. */
+  session(id: string): { target?: { worker: string; dpRank: number }; initializing: boolean; leases: number } | undefined {
+    return this.#core.sessions.inspect(id);
+  }
+
+  snapshot(): RouterSnapshot {
+    const ranks = [];
+    for (const w of this.#core.registry.workers()) {
+      for (const r of w.ranks) {
+        ranks.push({
+          worker: w.id, dpRank: r.dpRank, role: w.role, health: w.health, activeRequests: r.load.activeRequests,
+          activeBlocks: r.load.activeBlocks, activePrefillTokens: r.load.activePrefillTokens,
+          totalKvBlocks: w.totalKvBlocks, maxBatchedTokens: w.maxBatchedTokens,
+        });
+      }
+    }
+    return {
+      queueDepth: this.#core.queue.depth, liveBookings: this.#core.sequences.size, sessions: this.#core.sessions.size,
+      openPlans: this.#twoPhase.openPlans, ranks,
+    };
+  }
+
+  #onFree(b: Booking, reason: FreeReason): void {
+    this.#twoPhase.onFree(b, reason);
+    this.#observer?.freed?.({ bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, reason });
+  }
+}
+
+export function isQueueRejected(o: RouteOutcome | PlanOutcome): o is { kind: "queue_rejected"; rejection: QueueRejection } {
+  return o.kind === "queue_rejected";
+}
+
+/** The KvgateError (429) a gateway answers a queue rejection with; Retry-After is in detail.retryAfterMs. */
+export function queueRejectedError(r: QueueRejection): KvgateError {
+  const what = r.limit === "length" ? `router queue is full (${r.current}/${r.max})` : `waited ${r.current} ms in the router queue (max ${r.max})`;
+  return new KvgateError("KVGATE_ERR_QUEUE_REJECTED", what, { ...r });
+}

@@ -1,0 +1,289 @@
+/**
+ * @module The shared machinery behind every routing entry point (route, query, preview/plan, probe): session claims,
+ * candidate resolution with pins and busy filtering, admission (now or via the queue), selection plus booking, signals.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { KvIndex } from "../core/kv-index.ts";
+import { ActiveSequences, type Booking } from "./active-sequences.ts";
+import { AdmissionQueue, type QueueOutcome, type StepResult } from "./admission-queue.ts";
+import { rankBusy, saturated, withoutBusy } from "./busy-policy.ts";
+import { eligibleRanks, noWorkers, phaseOf, resolveTarget } from "./candidates.ts";
+import type { NowFn } from "./clock.ts";
+import type { RandomSource } from "./prng.ts";
+import type { RouterConfig } from "./router-config.ts";
+import type { FreeReason, RouteRequest, RouteSignals } from "./routing-types.ts";
+import { Selector, type Selection } from "./selector.ts";
+import { SessionAffinity, type AffinityTarget } from "./session-affinity.ts";
+import { WorkerRegistry, type RankState } from "./worker-registry.ts";
+
+export interface SessionState {
+  id: string;
+  /** Held while this request is the session's first (binding) request. */
+  token?: number;
+  /** The binding this request found, if any. */
+  target?: AffinityTarget;
+  /** Query-only: read the binding, take no lease, bind nothing. */
+  readOnly: boolean;
+}
+
+/** One request on its way through admission. */
+export interface Pending {
+  req: RouteRequest;
+  /** Injected-clock time the request entered the router (queue and session waits are measured from here). */
+  startedAt: number;
+  session?: SessionState;
+  /** plan(): the rank the preview chose; admission re-selects pinned to it. */
+  planned?: AffinityTarget;
+  /** route() binds a first session request at booking; plan() waits for dispatch. */
+  bindAtBook: boolean;
+  /** Absolute deadline (plan cleanup budget) for waiting in the queue. */
+  deadline?: number;
+}
+
+export interface Admitted {
+  booking: Booking;
+  signals: RouteSignals;
+  selection: Selection;
+}
+
+interface Resolved {
+  candidates: readonly RankState[];
+  pinned?: RankState;
+  via: RouteSignals["via"];
+}
+
+export interface CoreHooks {
+  onFree(booking: Booking, reason: FreeReason): void;
+  onRouted?(signals: RouteSignals): void;
+  onBooked?(booking: Booking): void;
+}
+
+export class RoutingCore {
+  readonly registry: WorkerRegistry;
+  readonly sequences: ActiveSequences;
+  readonly selector: Selector;
+  readonly queue: AdmissionQueue<Pending, Admitted>;
+  readonly sessions: SessionAffinity;
+  #draining = false;
+  #drainAgain = false;
+
+  constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
+    rand: RandomSource, private readonly hooks: CoreHooks) {
+    this.registry = new WorkerRegistry(index, config.assumeKvReuse);
+    this.sequences = new ActiveSequences(now, {
+      staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
+      onFree: (b, reason) => this.#freed(b, reason),
+    });
+    this.selector = new Selector(index, rand, fine);
+    this.queue = new AdmissionQueue(now, {
+      policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,
+    });
+    this.sessions = new SessionAffinity(now, {
+      ttlMs: config.sessionTtlMs, maxEntries: config.sessionMaxEntries, maxIdBytes: config.sessionMaxIdBytes,
+    });
+  }
+
+  get affinityEnabled(): boolean {
+    return this.config.sessionTtlMs > 0;
+  }
+
+  /**
+   * Joins the request's session: reads the binding (query-only), or claims it (waiting while another first request
+   * binds). A Hard binding whose worker vanished is handed to this request to re-select — once.
+   */
+  async enterSession(p: Pending, readOnly: boolean): Promise<void> {
+    const id = p.req.sessionId;
+    if (id === undefined || !this.affinityEnabled) return;
+    this.sessions.validateId(id);
+    if (readOnly) {
+      p.session = { id, target: this.sessions.peek(id), readOnly: true };
+      return;
+    }
+    let claim = await this.sessions.claim(id, p.req.signal);
+    if (claim.kind === "bound" && this.config.affinityMode === "hard" && !this.usable(claim.target, p.req)) {
+      const token = this.sessions.takeOver(id, claim.target);
+      claim = token !== undefined ? { kind: "first", token } : await this.sessions.claim(id, p.req.signal);
+      if (claim.kind === "bound" && !this.usable(claim.target, p.req)) {
+        throw new KvgateError("KVGATE_ERR_NO_WORKERS", `session ${id} is bound to ${claim.target.worker}, which is unavailable`);
+      }
+    }
+    p.session = claim.kind === "first" ? { id, token: claim.token, readOnly: false } : { id, target: claim.target, readOnly: false };
+  }
+
+  /** Gives up a first-request claim that never got to bind (error, rejection, cancel). */
+  leaveSession(p: Pending): void {
+    const s = p.session;
+    if (s?.token !== undefined) {
+      this.sessions.abandon(s.id, s.token);
+      s.token = undefined;
+    }
+  }
+
+  rankOf(t: AffinityTarget): RankState | undefined {
+    return this.registry.get(t.worker)?.ranks.find((r) => r.dpRank === t.dpRank);
+  }
+
+  /** The target still exists, is healthy, fits the request's model and phase, and is not excluded. */
+  usable(t: AffinityTarget, req: RouteRequest): boolean {
+    const rank = this.rankOf(t);
+    return rank !== undefined && this.registry.isEligible(rank, req.model, phaseOf(req)) && !req.exclude?.includes(t.worker);
+  }
+
+  /** Candidates and pin for the request as the fleet is now; throws NO_WORKERS / ALL_WORKERS_BUSY / target errors. */
+  resolve(p: Pending): Resolved {
+    const req = p.req;
+    const bound = p.session?.target;
+    let pinned: RankState | undefined;
+    let via: RouteSignals["via"] = "scored";
+    if (req.target) {
+      pinned = resolveTarget(this.registry, req, req.target);
+      via = "target";
+      if (bound && this.config.affinityMode === "hard" && (bound.worker !== pinned.worker.id || bound.dpRank !== pinned.dpRank)) {
+        throw new KvgateError("KVGATE_ERR_SESSION_CONFLICT",
+          `target ${pinned.worker.id}/${pinned.dpRank} disagrees with session binding ${bound.worker}/${bound.dpRank}`);
+      }
+    }
+    if (p.planned) {
+      const planned = this.rankOf(p.planned);
+      if (pinned && pinned !== planned) throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", "explicit target disagrees with the previewed worker");
+      if (!planned || !this.usable(p.planned, req)) {
+        throw new KvgateError("KVGATE_ERR_NO_WORKERS", `previewed worker ${p.planned.worker}/${p.planned.dpRank} is no longer available`);
+      }
+      pinned = planned;
+      via = "plan";
+    } else if (!pinned && bound && this.config.affinityMode === "hard") {
+      if (!this.usable(bound, req)) throw new KvgateError("KVGATE_ERR_NO_WORKERS", `session worker ${bound.worker} is unavailable`);
+      pinned = this.rankOf(bound);
+      via = "session";
+    }
+    if (pinned) {
+      if (rankBusy(pinned, this.config.busy)) throw allBusy(`worker ${pinned.worker.id}/${pinned.dpRank} is busy`);
+      return { candidates: [pinned], pinned, via };
+    }
+    const base = eligibleRanks(this.registry, req);
+    if (base.length === 0) throw noWorkers(req);
+    const candidates = withoutBusy(base, this.config.busy);
+    if (candidates.length === 0) throw allBusy("all workers are busy");
+    // Soft affinity: keep the session's worker while it is a candidate; otherwise score and move the session.
+    if (bound) {
+      const preferred = this.rankOf(bound);
+      if (preferred && candidates.includes(preferred)) return { candidates, pinned: preferred, via: "session" };
+    }
+    return { candidates, via };
+  }
+
+  /** Admits now if the fleet is not saturated for this request; otherwise reports blocked. Throws on routing errors. */
+  step(p: Pending): StepResult<Admitted> {
+    if (this.sequences.get(p.req.requestId)) {
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request ${p.req.requestId} already holds a booking`);
+    }
+    const r = this.resolve(p);
+    if (saturated(r.pinned ? [r.pinned] : r.candidates, this.config.queueThreshold)) return { kind: "blocked" };
+    return { kind: "admitted", value: this.selectAndBook(p, r) };
+  }
+
+  /** step(), parking the request in the queue when blocked. */
+  async admit(p: Pending): Promise<QueueOutcome<Admitted>> {
+    const first = this.step(p);
+    if (first.kind === "admitted") return { kind: "admitted", value: first.value, waitedMs: 0 };
+    if (first.kind === "failed") throw first.error;
+    return this.queue.enqueue(p, {
+      priority: p.req.priority ?? 0, uncachedTokens: this.#uncachedEstimate(p), signal: p.req.signal, deadline: p.deadline,
+    });
+  }
+
+  /** Prompt tokens the best eligible rank does not cache: the WSPT work estimate (other policies skip the hashing). */
+  #uncachedEstimate(p: Pending): number {
+    if (this.config.queuePolicy !== "wspt") return p.req.tokens.length;
+    const r = this.resolve(p);
+    const s = this.selector.select(p.req, { ...this.#scoreParams(p.req), candidates: r.candidates, pinned: r.pinned, willBook: false });
+    return Math.max(0, s.isl - s.bestOverlapBlocks * s.blockSize);
+  }
+
+  #scoreParams(req: RouteRequest): { overlapWeight: number; temperature: number; assumeKvReuse: boolean } {
+    return {
+      overlapWeight: req.overrides?.overlapWeight ?? this.config.overlapWeight,
+      temperature: req.overrides?.temperature ?? this.config.temperature,
+      assumeKvReuse: this.config.assumeKvReuse,
+    };
+  }
+
+  /** Selection without booking (query-only, preview, probe). */
+  selectOnly(p: Pending, r: Resolved = this.resolve(p)): { selection: Selection; signals: RouteSignals } {
+    const selection = this.selector.select(p.req, { ...this.#scoreParams(p.req), candidates: r.candidates, pinned: r.pinned, willBook: false });
+    return { selection, signals: this.signals(p, selection, r.via) };
+  }
+
+  /** Selection, approximate-mode recording and booking in one synchronous turn (nothing can route in between). */
+  selectAndBook(p: Pending, r: Resolved): Admitted {
+    const req = p.req;
+    const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true });
+    const rank = sel.rank;
+    // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
+    if (!rank.worker.kvEvents) this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.config.approxTtlMs);
+    const s = p.session && !p.session.readOnly ? p.session : undefined;
+    const booking = this.sequences.book(rank, {
+      requestId: req.requestId, prefillTokens: sel.isl - sel.cachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
+    });
+    this.hooks.onBooked?.(booking);
+    if (s) {
+      this.sessions.acquireLease(s.id);
+      if (p.bindAtBook) this.bindSession(s, rank);
+    }
+    const signals = this.signals(p, sel, r.via);
+    this.hooks.onRouted?.(signals);
+    return { booking, signals, selection: sel };
+  }
+
+  /** Binds a first request's session, or moves a soft binding that scoring left. */
+  bindSession(s: SessionState, rank: RankState): void {
+    const target = { worker: rank.worker.id, dpRank: rank.dpRank };
+    if (s.token !== undefined) {
+      this.sessions.bind(s.id, s.token, target);
+      s.token = undefined;
+    } else if (s.target && (s.target.worker !== target.worker || s.target.dpRank !== target.dpRank)) {
+      this.sessions.rebind(s.id, target);
+    }
+    s.target = target;
+  }
+
+  signals(p: Pending, sel: Selection, via: RouteSignals["via"]): RouteSignals {
+    const w = sel.rank.worker;
+    return {
+      requestId: p.req.requestId, worker: w.id, dpRank: sel.rank.dpRank, endpoint: w.endpoint,
+      overlapBlocks: sel.overlapBlocks, bestOverlapBlocks: sel.bestOverlapBlocks, promptBlocks: sel.promptBlocks,
+      requestTokens: sel.isl, cachedTokens: sel.cachedTokens,
+      predictedHitRate: sel.promptBlocks > 0 ? sel.overlapBlocks / sel.promptBlocks : 0,
+      potentialPrefillTokens: sel.potentialPrefillTokens, potentialDecodeBlocks: sel.potentialDecodeBlocks,
+      totalKvBlocks: w.totalKvBlocks, cost: sel.cost, via, queueDepth: this.queue.depth,
+      timings: { hashMatchMs: sel.hashMatchMs, scheduleMs: this.fine() - sel.matchedAt, queueMs: this.now() - p.startedAt },
+    };
+  }
+
+  /** Admits queued requests while capacity allows; re-entrant calls (a free inside an admission) loop instead of nesting. */
+  drain(): void {
+    if (this.#draining) {
+      this.#drainAgain = true;
+      return;
+    }
+    this.#draining = true;
+    try {
+      do {
+        this.#drainAgain = false;
+        this.queue.drain((p) => this.step(p));
+      } while (this.#drainAgain);
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  #freed(b: Booking, reason: FreeReason): void {
+    if (b.sessionId !== undefined) this.sessions.releaseLease(b.sessionId);
+    this.hooks.onFree(b, reason);
+    this.drain();
+  }
+}
+
+function allBusy(message: string): KvgateError {
+  return new KvgateError("KVGATE_ERR_ALL_WORKERS_BUSY", message);
+}

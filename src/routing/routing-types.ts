@@ -1,0 +1,137 @@
+/** @module Data shapes shared by the routing engine and its callers (gateway, benches, tests): requests, workers, signals. */
+
+/** What a worker does; a request's phase must match the worker's role. */
+export type WorkerRole = "aggregated" | "prefill" | "decode";
+
+/** Only healthy workers take new requests; draining ones finish what they hold. */
+export type WorkerHealth = "healthy" | "draining" | "unhealthy";
+
+export interface WorkerSpec {
+  id: string;
+  /** Where the gateway forwards requests (opaque to the router). */
+  endpoint: string;
+  /** Model names served; a request for another model never lands here. */
+  models: readonly string[];
+  /** Default "aggregated". */
+  role?: WorkerRole;
+  /** First data-parallel rank. Default 0. */
+  dpStart?: number;
+  /** Number of data-parallel ranks (each is its own cache and load). Default 1. */
+  dpSize?: number;
+  /** Tokens per KV block; must equal the engine's and be the same for every worker of a model. */
+  blockSize: number;
+  /** KV blocks per rank, when the engine reports it (enables the decode-blocks busy threshold). */
+  totalKvBlocks?: number;
+  /** Max batched tokens per rank, when known (queue threshold and prefill busy fraction). */
+  maxBatchedTokens?: number;
+  /** False when the worker publishes no KV events: the router records its own decisions (approximate mode). Default true. */
+  kvEvents?: boolean;
+  /** Initial health. Default "healthy". */
+  health?: WorkerHealth;
+}
+
+/** Per-request knobs over the router's cost function (request extension field, see request-extension.ts). */
+export interface RouteOverrides {
+  /** Weight of prefill blocks against decode blocks (>= 0). */
+  overlapWeight?: number;
+  /** 0 = cheapest worker; > 0 samples a softmax over normalised costs. */
+  temperature?: number;
+}
+
+/** Sends the request to one worker (and rank). An unknown worker or an ambiguous rank is an error. */
+export interface WorkerTarget {
+  worker: string;
+  dpRank?: number;
+}
+
+export interface RouteRequest {
+  /** Unique among live bookings; plan() checks it against the preview's. */
+  requestId: string;
+  /** Prompt token ids; a Uint32Array avoids a copy loop (about 2× faster hashing path). */
+  tokens: ArrayLike<number>;
+  /** Model name; when absent every worker of the phase is a candidate. */
+  model?: string;
+  /** Default "aggregated". */
+  phase?: WorkerRole;
+  lora?: string;
+  namespace?: string;
+  eagle?: boolean;
+  overrides?: RouteOverrides;
+  target?: WorkerTarget;
+  /** Worker ids that must not be chosen (retries after a failure). */
+  exclude?: readonly string[];
+  /** Queue jump in seconds (FCFS/LCFS) or a weight boost (WSPT). Default 0. */
+  priority?: number;
+  sessionId?: string;
+  /** Select and report without booking anything. */
+  queryOnly?: boolean;
+  /** Aborting removes the request from the queue or session wait, or releases a plan's booking. */
+  signal?: AbortSignal;
+}
+
+/** Time spent per phase of one routing decision, in the units of the injected fine timer (ms by default). */
+export interface RouteTimings {
+  /** Block hashing and prefix matching: one crossing into WASM, so the two are measured together. */
+  hashMatchMs: number;
+  /** Reading block keys, building candidates, scoring and booking. */
+  scheduleMs: number;
+  /** Waiting in the admission queue or for a session's first binding (injected clock). */
+  queueMs: number;
+}
+
+/** What the router decided for one request, as the gateway exposes it (headers, metrics, preview responses). */
+export interface RouteSignals {
+  requestId: string;
+  worker: string;
+  dpRank: number;
+  endpoint: string;
+  /** Prompt blocks the chosen worker already caches (contiguous prefix). */
+  overlapBlocks: number;
+  /** Best overlap over all candidates (equals overlapBlocks unless load won). */
+  bestOverlapBlocks: number;
+  /** Complete blocks in the prompt. */
+  promptBlocks: number;
+  requestTokens: number;
+  cachedTokens: number;
+  /** overlapBlocks / promptBlocks (0 for a prompt shorter than a block). */
+  predictedHitRate: number;
+  potentialPrefillTokens: number;
+  potentialDecodeBlocks: number;
+  totalKvBlocks?: number;
+  cost: number;
+  /** How the worker was chosen. */
+  via: "scored" | "target" | "session" | "plan";
+  queueDepth: number;
+  timings: RouteTimings;
+}
+
+/** Why the admission queue turned a request away; the gateway answers 429 with Retry-After. */
+export interface QueueRejection {
+  limit: "length" | "wait";
+  current: number;
+  max: number;
+  retryAfterMs: number;
+}
+
+export type FreeReason = "finished" | "failed" | "cancelled" | "expired" | "worker_removed" | "plan_expired";
+
+/** Load of one (worker, rank), for metrics and the admin API. */
+export interface RankLoadSnapshot {
+  worker: string;
+  dpRank: number;
+  role: WorkerRole;
+  health: WorkerHealth;
+  activeRequests: number;
+  activeBlocks: number;
+  activePrefillTokens: number;
+  totalKvBlocks?: number;
+  maxBatchedTokens?: number;
+}
+
+export interface RouterSnapshot {
+  queueDepth: number;
+  liveBookings: number;
+  sessions: number;
+  openPlans: number;
+  ranks: RankLoadSnapshot[];
+}
