@@ -10,7 +10,8 @@ import { createPrng, type RandomSource } from "./prng.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
 import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
-import { RoutingCore, type Pending } from "./routing-core.ts";
+import type { QueueOutcome } from "./admission-queue.ts";
+import { RoutingCore, type Admitted, type Pending } from "./routing-core.ts";
 import type {
   FreeReason, QueueRejection, RouteRequest, RouteSignals, RouterSnapshot, WorkerHealth, WorkerSpec,
 } from "./routing-types.ts";
@@ -138,21 +139,27 @@ export class Router {
       validateRequest(req);
       if (req.queryOnly) return this.query(req).then((signals) => ({ kind: "query", signals }));
       const p: Pending = { req, startedAt: this.#now(), bindAtBook: true };
-      // Fast path without a session: admit synchronously, skipping the promise machinery of the slow path.
+      // Without a session, admission starts synchronously: the booking (or the queue position) is taken before
+      // route() returns, so call order is arrival order.
       if (req.sessionId === undefined || !this.#core.affinityEnabled) {
         const first = this.#core.step(p);
         if (first.kind === "admitted") return Promise.resolve(this.#routed(first.value.booking, first.value.signals));
+        return this.#admitted(p, this.#core.park(p));
       }
-      return this.#routeSlow(p);
+      return this.#routeWithSession(p);
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
-  async #routeSlow(p: Pending): Promise<RouteOutcome> {
+  async #routeWithSession(p: Pending): Promise<RouteOutcome> {
     await this.#core.enterSession(p, false);
+    return this.#admitted(p, this.#core.admit(p));
+  }
+
+  async #admitted(p: Pending, admission: Promise<QueueOutcome<Admitted>>): Promise<RouteOutcome> {
     try {
-      const out = await this.#core.admit(p);
+      const out = await admission;
       if (out.kind === "rejected") {
         this.#core.leaveSession(p);
         return { kind: "queue_rejected", rejection: out.rejection };

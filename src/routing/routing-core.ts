@@ -182,11 +182,20 @@ export class RoutingCore {
     return { kind: "admitted", value: this.selectAndBook(p, r) };
   }
 
-  /** step(), parking the request in the queue when blocked. */
-  async admit(p: Pending): Promise<QueueOutcome<Admitted>> {
-    const first = this.step(p);
-    if (first.kind === "admitted") return { kind: "admitted", value: first.value, waitedMs: 0 };
-    if (first.kind === "failed") throw first.error;
+  /** step(), parking the request in the queue when blocked. Both happen synchronously, before the first await. */
+  admit(p: Pending): Promise<QueueOutcome<Admitted>> {
+    try {
+      const first = this.step(p);
+      if (first.kind === "admitted") return Promise.resolve({ kind: "admitted", value: first.value, waitedMs: 0 });
+      if (first.kind === "failed") throw first.error;
+      return this.park(p);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Queues a request that step() found blocked. */
+  park(p: Pending): Promise<QueueOutcome<Admitted>> {
     return this.queue.enqueue(p, {
       priority: p.req.priority ?? 0, uncachedTokens: this.#uncachedEstimate(p), signal: p.req.signal, deadline: p.deadline,
     });

@@ -1,0 +1,206 @@
+import { describe, expect, it } from "vitest";
+import { KvgateError } from "../../src/core/errors.ts";
+import { createPrng } from "../../src/routing/prng.ts";
+import { RankLoad } from "../../src/routing/rank-load.ts";
+import { Selector } from "../../src/routing/selector.ts";
+import type { RankState, WorkerEntry } from "../../src/routing/worker-registry.ts";
+import { BS, cache, fixture, prompt, smallIndex, worker } from "./helpers.ts";
+
+/** A load with fixed numbers, to feed the selector the reference example's inputs (which no real booking set produces). */
+class FixedLoad extends RankLoad {
+  constructor(private readonly decode: number, private readonly overlap: number) {
+    super(true);
+  }
+  override get activeBlocks(): number {
+    return this.decode;
+  }
+  override activeOverlap(): number {
+    return this.overlap;
+  }
+}
+
+async function routed(f: Awaited<ReturnType<typeof fixture>>, req: Parameters<typeof f.router.route>[0]) {
+  const out = await f.router.route(req);
+  if (out.kind !== "routed") throw new Error(`expected routed, got ${out.kind}`);
+  return out;
+}
+
+describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker wins)", () => {
+  it("joins index overlaps 2/5/8 with in-flight overlap 0/5/1 and picks the cost-10 worker", async () => {
+    const index = await smallIndex();
+    const tokens = prompt(1, 160, 1);
+    const entry = (id: string): WorkerEntry => ({
+      id, endpoint: id, models: ["m"], role: "aggregated", blockSize: BS, kvEvents: true, health: "healthy", ranks: [], registered: true,
+    });
+    const ranks: RankState[] = [["w1", 2, 0], ["w2", 5, 5], ["w3", 8, 1]].map(([id, cached, activeOverlap]) => {
+      cache(index, id as string, 0, tokens, cached as number);
+      return { worker: entry(id as string), dpRank: 0, slot: index.slotFor(id as string, 0), load: new FixedLoad(0, activeOverlap as number) };
+    });
+    let t = 0;
+    const sel = new Selector(index, createPrng(1), () => t++);
+    const s = sel.select({ requestId: "x", tokens }, {
+      candidates: ranks, overlapWeight: 1, temperature: 0, willBook: false, assumeKvReuse: true,
+    });
+    expect(s.rank.worker.id).toBe("w2");
+    expect(s.cost).toBe(10);
+    expect(s.overlapBlocks).toBe(5);
+    expect(s.bestOverlapBlocks).toBe(8);
+    expect(s.cachedTokens).toBe(80);
+    expect(s.potentialPrefillTokens).toBe(80);
+    expect(s.potentialDecodeBlocks).toBe(5);
+    // The other two costs, through targeted (pinned) selection of the same inputs.
+    const costOf = (i: number) => sel.select({ requestId: "x", tokens }, {
+      candidates: ranks, pinned: ranks[i], overlapWeight: 1, temperature: 0, willBook: false, assumeKvReuse: true,
+    }).cost;
+    expect([costOf(0), costOf(1), costOf(2)]).toEqual([18, 10, 11]);
+  });
+
+  it("with live state: cache picks the deepest overlap until in-flight load on it outweighs the cache", async () => {
+    const f = await fixture({}, [worker("w1"), worker("w2"), worker("w3")]);
+    const tokens = prompt(1, 160, 1);
+    cache(f.index, "w1", 0, tokens, 2);
+    cache(f.index, "w2", 0, tokens, 5);
+    cache(f.index, "w3", 0, tokens, 8);
+    const q = await f.router.query({ requestId: "q", tokens, model: "m" });
+    expect([q.worker, q.cost]).toEqual(["w3", 2 + 10]);
+    // An unrelated 10-block prompt in flight on w3 adds 10 prefill blocks and 10 decode blocks there: 12 + 20 = 32.
+    await routed(f, { requestId: "busy", tokens: prompt(9, 160, 9), model: "m", target: { worker: "w3" } });
+    const q2 = await f.router.query({ requestId: "q2", tokens, model: "m" });
+    expect([q2.worker, q2.cost]).toEqual(["w2", 5 + 10]);
+    const q3 = await f.router.query({ requestId: "q3", tokens, model: "m", target: { worker: "w3" } });
+    expect(q3.cost).toBe(32);
+  });
+});
+
+describe("candidates", () => {
+  it("honours role, model and health", async () => {
+    const f = await fixture({}, [
+      worker("agg"), worker("pre", { role: "prefill" }), worker("other", { models: ["z"] }), worker("sick", { health: "unhealthy" }),
+    ]);
+    for (let i = 0; i < 6; i++) {
+      const s = await f.router.query({ requestId: `q${i}`, tokens: prompt(i, 64, i), model: "m" });
+      expect(s.worker).toBe("agg");
+    }
+    expect((await f.router.query({ requestId: "p", tokens: prompt(1, 64, 1), model: "m", phase: "prefill" })).worker).toBe("pre");
+    f.router.drainWorker("agg");
+    await expect(f.router.route({ requestId: "r", tokens: prompt(1, 64, 1), model: "m" })).rejects.toMatchObject({ code: "KVGATE_ERR_NO_WORKERS", status: 503 });
+    f.router.setWorkerHealth("sick", "healthy");
+    expect((await f.router.query({ requestId: "q", tokens: prompt(1, 64, 1), model: "m" })).worker).toBe("sick");
+  });
+
+  it("excludes workers (retries) and reports when none remain", async () => {
+    const f = await fixture({}, [worker("a"), worker("b")]);
+    const tokens = prompt(1, 64, 1);
+    cache(f.index, "a", 0, tokens, 4);
+    expect((await f.router.query({ requestId: "q", tokens, model: "m" })).worker).toBe("a");
+    expect((await f.router.query({ requestId: "q", tokens, model: "m", exclude: ["a"] })).worker).toBe("b");
+    await expect(f.router.query({ requestId: "q", tokens, model: "m", exclude: ["a", "b"] })).rejects.toMatchObject({ code: "KVGATE_ERR_NO_WORKERS" });
+  });
+
+  it("rejects a block size that disagrees with the model's other workers", async () => {
+    const f = await fixture({}, [worker("a")]);
+    expect(() => f.router.addWorker(worker("b", { blockSize: 32 }))).toThrow(/block size/);
+    expect(() => f.router.addWorker(worker("a"))).toThrow(/already registered/);
+  });
+});
+
+describe("explicit targeting", () => {
+  it("routes to the named worker and rank, skipping scoring but still booking", async () => {
+    const f = await fixture({}, [worker("a"), worker("dp", { dpSize: 4 })]);
+    const tokens = prompt(1, 64, 1);
+    cache(f.index, "a", 0, tokens, 4);
+    const out = await routed(f, { requestId: "r", tokens, model: "m", target: { worker: "dp", dpRank: 2 } });
+    expect([out.signals.worker, out.signals.dpRank, out.signals.via, out.signals.overlapBlocks]).toEqual(["dp", 2, "target", 0]);
+    expect(f.router.snapshot().ranks.find((r) => r.worker === "dp" && r.dpRank === 2)?.activeRequests).toBe(1);
+    const single = await routed(f, { requestId: "r2", tokens, model: "m", target: { worker: "a" } });
+    expect([single.signals.dpRank, single.signals.overlapBlocks]).toEqual([0, 4]);
+  });
+
+  it("fails clearly on an unknown worker, an ambiguous or missing rank, or a conflicting exclusion", async () => {
+    const f = await fixture({}, [worker("a"), worker("dp", { dpStart: 4, dpSize: 2 })]);
+    const base = { requestId: "r", tokens: prompt(1, 64, 1), model: "m" };
+    const err = async (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as KvgateError);
+    expect(await err(f.router.route({ ...base, target: { worker: "nope" } }))).toMatchObject({ code: "KVGATE_ERR_UNKNOWN_WORKER", status: 404 });
+    const amb = await err(f.router.route({ ...base, target: { worker: "dp" } }));
+    expect(amb).toMatchObject({ code: "KVGATE_ERR_BAD_ARGUMENT" });
+    expect(amb?.message).toMatch(/2 dp ranks \(4\.\.5\)/);
+    expect(await err(f.router.route({ ...base, target: { worker: "dp", dpRank: 0 } }))).toMatchObject({ code: "KVGATE_ERR_BAD_ARGUMENT" });
+    expect(await err(f.router.route({ ...base, target: { worker: "a" }, exclude: ["a"] }))).toMatchObject({ code: "KVGATE_ERR_BAD_ARGUMENT" });
+    expect(f.router.liveBookings).toBe(0);
+  });
+});
+
+describe("overrides, query-only and signals", () => {
+  it("overlap weight 0 routes on load alone; temperature must be >= 0", async () => {
+    const f = await fixture({}, [worker("a"), worker("b")]);
+    const tokens = prompt(1, 160, 1);
+    cache(f.index, "a", 0, tokens, 10);
+    await routed(f, { requestId: "load", tokens: prompt(5, 32, 5), model: "m", target: { worker: "a" } });
+    expect((await f.router.query({ requestId: "q", tokens, model: "m" })).worker).toBe("a");
+    expect((await f.router.query({ requestId: "q", tokens, model: "m", overrides: { overlapWeight: 0 } })).worker).toBe("b");
+    await expect(f.router.route({ requestId: "t", tokens, model: "m", overrides: { temperature: -1 } })).rejects.toMatchObject({ code: "KVGATE_ERR_BAD_ARGUMENT" });
+  });
+
+  it("temperature > 0 samples reproducibly from the seeded source", async () => {
+    const pick = async () => {
+      const f = await fixture({ temperature: 1 }, [worker("a"), worker("b"), worker("c")]);
+      const out: string[] = [];
+      for (let i = 0; i < 40; i++) out.push((await f.router.query({ requestId: `q${i}`, tokens: prompt(i, 64, i), model: "m" })).worker);
+      return out;
+    };
+    const first = await pick();
+    expect(await pick()).toEqual(first);
+    expect(new Set(first).size).toBeGreaterThan(1);
+  });
+
+  it("query-only books nothing and records nothing, even for approximate workers", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false }), worker("b", { kvEvents: false })]);
+    const tokens = prompt(1, 160, 1);
+    const out = await f.router.route({ requestId: "q", tokens, model: "m", queryOnly: true });
+    expect(out.kind).toBe("query");
+    expect(f.router.liveBookings).toBe(0);
+    expect(f.booked).toHaveLength(0);
+    expect(f.index.treeSize("a") + f.index.treeSize("b")).toBe(0);
+  });
+
+  it("reports hit rate, cached tokens and timings", async () => {
+    const f = await fixture({}, [worker("a")]);
+    const tokens = prompt(1, 170, 1);
+    cache(f.index, "a", 0, tokens, 4);
+    const { signals: s } = await routed(f, { requestId: "r", tokens, model: "m" });
+    expect(s).toMatchObject({ requestTokens: 170, promptBlocks: 10, overlapBlocks: 4, cachedTokens: 64, predictedHitRate: 0.4, potentialPrefillTokens: 106 });
+    expect(s.timings.hashMatchMs).toBeGreaterThan(0);
+    expect(s.timings.scheduleMs).toBeGreaterThan(0);
+    expect(s.timings.queueMs).toBe(0);
+    expect(f.routed).toHaveLength(1);
+  });
+
+  it("breaks a cost tie toward the worker with the smallest tree", async () => {
+    const f = await fixture({}, [worker("big"), worker("small")]);
+    const filler = prompt(50, 320, 50);
+    cache(f.index, "big", 0, filler, 20);
+    cache(f.index, "small", 0, prompt(51, 32, 51), 2);
+    for (let i = 0; i < 10; i++) {
+      expect((await f.router.query({ requestId: `q${i}`, tokens: prompt(100 + i, 64, i), model: "m" })).worker).toBe("small");
+    }
+  });
+});
+
+describe("approximate mode is per worker", () => {
+  it("records routing decisions only for workers without KV events", async () => {
+    const f = await fixture({}, [worker("approx", { kvEvents: false }), worker("precise")]);
+    const tokens = prompt(1, 160, 1);
+    const first = await routed(f, { requestId: "r1", tokens, model: "m", target: { worker: "approx" } });
+    first.handle.finish();
+    expect(f.index.treeSize("approx")).toBe(10);
+    const again = await routed(f, { requestId: "r2", tokens, model: "m" });
+    expect([again.signals.worker, again.signals.overlapBlocks]).toEqual(["approx", 10]);
+    again.handle.finish();
+    await routed(f, { requestId: "r3", tokens: prompt(2, 160, 2), model: "m", target: { worker: "precise" } });
+    expect(f.index.treeSize("precise")).toBe(0);
+    // The recorded prediction expires with the approximate TTL.
+    f.clock.advance(f.router.config.approxTtlMs + 1);
+    f.router.tick();
+    expect(f.index.treeSize("approx")).toBe(0);
+  });
+});
