@@ -99,6 +99,10 @@ export class TwoPhase {
     if (phaseOf(req) !== preview.phase) {
       throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `preview was for the ${preview.phase} phase, not ${phaseOf(req)}`);
     }
+    const t = req.target;
+    if (t && (t.worker !== preview.signals.worker || (t.dpRank !== undefined && t.dpRank !== preview.signals.dpRank))) {
+      throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `explicit target ${t.worker} disagrees with the previewed ${preview.signals.worker}`);
+    }
     const deadline = preview.budget.deadline;
     if (this.core.now() >= deadline) throw deadlineError("plan");
     const planned = { worker: preview.signals.worker, dpRank: preview.signals.dpRank };
