@@ -1,0 +1,51 @@
+/**
+ * @module Benchmark dispatcher: `npm run bench -- <name> [args]` (or `npx tsx bench/run.ts <name> [args]`).
+ * Each benchmark module exports `main(args: string[]): Promise<void>`; modules load lazily so one broken bench
+ * does not stop the others.
+ */
+
+interface BenchModule {
+  main(args: string[]): Promise<void>;
+}
+
+const BENCHES: Record<string, { about: string; load: () => Promise<BenchModule> }> = {
+  index: {
+    about: "replay of the Mooncake synthetic trace as KV events + find_matches: WASM vs TS reference, event ingestion, 8k-token route cost",
+    load: () => import("./index-replay.ts"),
+  },
+  select: {
+    about: "worker selection (scoring kernel) benchmark",
+    // select.ts is written separately; a computed specifier keeps `tsc` from failing while it is absent.
+    load: () => import(new URL("./select.ts", import.meta.url).href) as Promise<BenchModule>,
+  },
+};
+
+function usage(): void {
+  console.log("usage: npm run bench -- <name> [args]\n\nbenchmarks:");
+  for (const [name, b] of Object.entries(BENCHES)) console.log(`  ${name.padEnd(8)} ${b.about}`);
+}
+
+async function run(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === "help" || name === "--help" || name === "-h") {
+    usage();
+    return 0;
+  }
+  const bench = BENCHES[name];
+  if (!bench) {
+    console.error(`unknown benchmark "${name}"`);
+    usage();
+    return 2;
+  }
+  const mod = await bench.load();
+  await mod.main(args);
+  return 0;
+}
+
+run(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (e: unknown) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    process.exitCode = 1;
+  },
+);
