@@ -57,7 +57,6 @@ export class ActiveSequences {
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request ${input.requestId} already holds a booking; free it before routing again`);
     }
     const now = this.now();
-    if (now - this.#lastStaleCheck >= this.options.staleCheckEveryMs) this.expireStale(now);
     const b: Booking = {
       id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
       blocks: input.blocks, keys: input.keys, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
@@ -114,6 +113,11 @@ export class ActiveSequences {
       for (const b of [...set]) if (this.free(b, reason)) out.push(b);
     }
     return out;
+  }
+
+  /** expireStale(), at most once per staleCheckEveryMs: cheap enough for the booking path. */
+  expireStaleIfDue(now = this.now()): number {
+    return now - this.#lastStaleCheck >= this.options.staleCheckEveryMs ? this.expireStale(now) : 0;
   }
 
   /** Force-frees bookings older than the stale limit; returns how many. */

@@ -108,7 +108,7 @@ export class Router {
   removeWorker(id: string): number {
     const w = this.#core.registry.remove(id);
     if (!w) return 0;
-    const freed = this.#core.sequences.freeRanks(w.ranks, "worker_removed").length;
+    const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
     this.#core.drain();
     return freed;
   }
@@ -229,13 +229,13 @@ export class Router {
    */
   tick(): TickReport {
     const now = this.#now();
-    const report: TickReport = {
+    const report: TickReport = this.#core.deferDrain(() => ({
       expiredBookings: this.#core.sequences.expireStale(now),
       expiredPlans: this.#twoPhase.expire(now),
       queueExpired: this.#core.queue.expire(),
       sessionsReaped: this.#core.sessions.reap(),
       approxBlocksExpired: this.index.expire(now),
-    };
+    }));
     this.#core.drain();
     return report;
   }

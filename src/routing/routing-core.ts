@@ -66,6 +66,8 @@ export class RoutingCore {
   readonly sessions: SessionAffinity;
   #draining = false;
   #drainAgain = false;
+  #deferred = 0;
+  #drainPending = false;
 
   constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
     rand: RandomSource, private readonly hooks: CoreHooks) {
@@ -174,6 +176,8 @@ export class RoutingCore {
 
   /** Admits now if the fleet is not saturated for this request; otherwise reports blocked. Throws on routing errors. */
   step(p: Pending): StepResult<Admitted> {
+    // Stale bookings go before this request is weighed (never in the middle of booking it).
+    this.sequences.expireStaleIfDue();
     if (this.sequences.get(p.req.requestId)) {
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request ${p.req.requestId} already holds a booking`);
     }
@@ -234,13 +238,13 @@ export class RoutingCore {
     const booking = this.sequences.book(rank, {
       requestId: req.requestId, prefillTokens: sel.isl - sel.cachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
     });
-    this.hooks.onBooked?.(booking);
     if (s) {
       this.sessions.acquireLease(s.id);
       if (p.bindAtBook) this.bindSession(s, rank);
     }
     const signals = this.signals(p, sel, r.via);
     this.hooks.onRouted?.(signals);
+    this.hooks.onBooked?.(booking);
     return { booking, signals, selection: sel };
   }
 
@@ -269,8 +273,25 @@ export class RoutingCore {
     };
   }
 
+  /** Runs `fn` with queue draining postponed to its end, so a batch of frees (removal, expiry) drains once. */
+  deferDrain<T>(fn: () => T): T {
+    this.#deferred++;
+    try {
+      return fn();
+    } finally {
+      if (--this.#deferred === 0 && this.#drainPending) {
+        this.#drainPending = false;
+        this.drain();
+      }
+    }
+  }
+
   /** Admits queued requests while capacity allows; re-entrant calls (a free inside an admission) loop instead of nesting. */
   drain(): void {
+    if (this.#deferred > 0) {
+      this.#drainPending = true;
+      return;
+    }
     if (this.#draining) {
       this.#drainAgain = true;
       return;
