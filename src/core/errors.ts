@@ -18,7 +18,8 @@ export type ErrorCode =
   | "KVGATE_ERR_SESSION_CONFLICT"
   | "KVGATE_ERR_SESSION_LIMIT"
   | "KVGATE_ERR_CANCELLED"
-  | "KVGATE_ERR_DEADLINE_EXCEEDED";
+  | "KVGATE_ERR_DEADLINE_EXCEEDED"
+  | "KVGATE_ERR_TOKENIZER";
 
 const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_BAD_ARGUMENT: 400,
@@ -39,6 +40,9 @@ const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_SESSION_LIMIT: 503,
   KVGATE_ERR_CANCELLED: 499,
   KVGATE_ERR_DEADLINE_EXCEEDED: 504,
+  // kvgate itself could not load or run a model's tokenizer or chat template; the request may still be
+  // servable (the engine tokenizes on its own), so callers may fall back to approximate routing.
+  KVGATE_ERR_TOKENIZER: 503,
 };
 
 export class KvgateError extends Error {
