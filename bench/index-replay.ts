@@ -128,6 +128,39 @@ function applyBatches(idx: KvIndex, batches: readonly Uint8Array[]): number {
   return acc;
 }
 
+interface SplitTimes {
+  matchMs: number;
+  eventsMs: number;
+  matches: number;
+  eventBlocks: number;
+}
+
+/** `passes` instrumented replay passes; per component the fastest pass. */
+function splitPass(ops: readonly ReplayOp[], passes: number, match: (op: ReplayOp & { kind: "match" }) => number, event: (op: EventOp) => number): SplitTimes {
+  let matchMs = Infinity, eventsMs = Infinity, matches = 0, eventBlocksN = 0;
+  for (let p = 0; p < passes; p++) {
+    let tm = 0, te = 0, acc = 0;
+    matches = 0;
+    eventBlocksN = 0;
+    for (const op of ops) {
+      const t0 = now();
+      if (op.kind === "match") {
+        acc += match(op);
+        tm += now() - t0;
+        matches++;
+      } else {
+        acc += event(op);
+        te += now() - t0;
+        eventBlocksN += eventBlocks(op);
+      }
+    }
+    consume(acc);
+    matchMs = Math.min(matchMs, tm);
+    eventsMs = Math.min(eventsMs, te);
+  }
+  return { matchMs, eventsMs, matches, eventBlocks: eventBlocksN };
+}
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Encoding (outside every timed loop).                                                                          */
 
@@ -263,7 +296,7 @@ function rand64(next: () => number): bigint {
 
 interface RouteSetup {
   idx: KvIndex;
-  tokens: { typical: Uint32Array; worst: Uint32Array };
+  tokens: { typical: Uint32Array; worst: Uint32Array; unknown: Uint32Array };
   background: number;
   entries: number;
   setupMs: number;
@@ -281,7 +314,7 @@ async function routeSetup(module: WebAssembly.Module, backgroundTarget: number):
   const slots = Array.from({ length: 64 }, (_, w) => idx.slotFor(`r${w}`, 0));
   const next = rng(0x6b766761);
   const mk = (): Uint32Array => Uint32Array.from({ length: 8192 }, () => next() % 151_936);
-  const tokens = { typical: mk(), worst: mk() };
+  const tokens = { typical: mk(), worst: mk(), unknown: mk() };
   const w = new EventBatchWriter(1 << 20);
   let prompt = 0;
   const storePrompt = (t: Uint32Array, bs: number, depthOf: (slot: number, n: number) => number): void => {
@@ -367,7 +400,7 @@ export async function main(argv: string[]): Promise<void> {
   const cycleBlocks = st.storedBlocks + st.removedBlocks;
   const matchOps = replay.ops.length - replay.events.length;
   log(`kvgate index benchmark — ${new Date().toISOString()}`);
-  log(`trace: ${replay.trace} (Mooncake FAST'25 synthetic trace, Apache-2.0)`);
+  log(`trace: ${replay.trace}${args.trace ? "" : " (Mooncake FAST'25 synthetic trace, kvcache-ai/Mooncake, Apache-2.0)"}`);
   log(`replay built in ${(now() - t).toFixed(0)} ms: ${st.requests} requests → ${st.workers} workers × LRU ${st.capacityPerWorker} blocks of ${st.tokensPerBlock} tokens ` +
     `(${st.split} per 512-token trace block); policy: min(prefill blocks + decayed recent load), ties → lowest worker`);
   log(`  ${replay.ops.length} ops per cycle = ${matchOps} find_matches (${st.promptBlocks} blocks queried) + ${st.storedEvents} Stored (${st.storedBlocks} blocks) + ` +
@@ -423,13 +456,37 @@ export async function main(argv: string[]): Promise<void> {
     (n) => { let a = 0; for (let i = 0; i < n; i++) a += replayWasmBatched(idx, perReq.matches, perReq.batches); return a; },
     { opsPerIter: replay.ops.length, samples: S });
   log("  " + describe(m.wasmReplayBatched));
+  // Sensitivity: an index whose capacity is sized to the replay (2× its peak entries, a power of two) instead of the
+  // default 2^20: its tables shrink from ~100 MiB to a few MiB, so probes miss the caches and TLB less often.
+  const smallCap = Math.max(1 << 12, 2 ** Math.ceil(Math.log2(2 * st.maxIndexEntries)));
+  const small = new KvIndex(module, { capacity: smallCap });
+  const smallSlots = names.map((n) => small.slotFor(n, 0));
+  if (smallSlots.some((x, i) => x !== slots[i])) throw new Error("slot numbering differs between indexes");
+  m.wasmReplaySmallCap = measure(`WASM KvIndex API, replay, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`,
+    (n) => { let a = 0; for (let i = 0; i < n; i++) a += replayWasm(small, replay.ops, names); return a; },
+    { opsPerIter: replay.ops.length, samples: S });
+  log("  " + describe(m.wasmReplaySmallCap));
   const wasmForRatio = wasmSameStream ?? m.wasmReplay;
   const replayRatio = m.refReplay.medianNs / wasmForRatio.medianNs;
   const replayRatioMin = m.refReplay.minNs / wasmForRatio.minNs;
   log(`  WASM ${fmtRate(wasmForRatio.opsPerSec)}, reference ${fmtRate(m.refReplay.opsPerSec)} → WASM/reference ${fmtRatio(replayRatio)} at the median (${fmtRatio(replayRatioMin)} min/min)` +
     (refSub ? `, both on the first ${refReplay.stats.requests} requests` : ""));
+  log(`  capacity 2^${Math.log2(smallCap)}: ${fmtRate(m.wasmReplaySmallCap.opsPerSec)} = ${fmtRatio(m.wasmReplay.medianNs / m.wasmReplaySmallCap.medianNs)} the default-capacity index`);
   log(`  batched-event variant: ${fmtRate(m.wasmReplayBatched.opsPerSec)} = ${fmtRatio(m.refReplay.medianNs / m.wasmReplayBatched.medianNs)} the reference` +
     (refSub ? " (full trace vs reference subsample: indicative)" : ""));
+
+  // Where each implementation's replay time goes: time inside find_matches calls vs inside event calls, measured
+  // around every call of a replay pass (timer cost ~50 ns per call, <1% of either side); the fastest pass counts.
+  const split = {
+    wasm: splitPass(refReplay.ops, 3, (op) => idx.findMatchesByHashes(op.seq).matches.length,
+      (op) => (op.kind === "stored" ? idx.stored(names[op.worker]!, 0, op.parent, op.blocks).length : idx.removed(names[op.worker]!, 0, op.hashes))),
+    reference: splitPass(refReplay.ops, 2, (op) => ref.findMatches(op.seq).size,
+      (op) => (op.kind === "stored" ? ref.store(slots[op.worker]!, op.parent, op.blocks).length : ref.remove(slots[op.worker]!, op.hashes))),
+  };
+  log(`  time split of one replay pass${refSub ? ` (first ${refReplay.stats.requests} requests)` : ""}: ` +
+    `find_matches WASM ${split.wasm.matchMs.toFixed(1)} ms vs reference ${split.reference.matchMs.toFixed(1)} ms (${fmtRatio(split.reference.matchMs / split.wasm.matchMs)}), ` +
+    `events WASM ${split.wasm.eventsMs.toFixed(1)} ms vs reference ${split.reference.eventsMs.toFixed(1)} ms (${fmtRatio(split.reference.eventsMs / split.wasm.eventsMs)})`);
+  results.replaySplit = split;
 
   /* ---- 2. find_matches latency ----------------------------------------------------------------------------- */
   log();
@@ -493,43 +550,18 @@ export async function main(argv: string[]): Promise<void> {
   }, { opsPerIter: cycleBlocks, samples: S });
   // Sensitivity: the same batches into an index whose capacity is sized to the replay (2× its peak entries, a power
   // of two) instead of the default 2^20: the tables shrink from ~100 MiB to a few MiB, so fewer cache/TLB misses.
-  const smallCap = Math.max(1 << 12, 2 ** Math.ceil(Math.log2(2 * st.maxIndexEntries)));
-  const small = new KvIndex(module, { capacity: smallCap });
-  const smallSlots = names.map((n) => small.slotFor(n, 0));
-  if (smallSlots.some((x, i) => x !== slots[i])) throw new Error("slot numbering differs between indexes");
   m.evBatchBigSmallCap = measure(`(a) applyBatch ≤ 256 KiB, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`, (n) => {
     let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, bigBatches); return a;
   }, { opsPerIter: cycleBlocks, samples: S });
   m.evBatchChunkedSmallCap = measure(`(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, (n) => {
     let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, chunkedBatches); return a;
   }, { opsPerIter: cycleBlocks, samples: S });
-  const refEvents = refReplay.events;
-  const refEventBlocks = refReplay.stats.storedBlocks + refReplay.stats.removedBlocks;
-  m.evReference = measure(`TS reference: store / remove per event${refSub ? ` (first ${refReplay.stats.requests} requests)` : ""}`, (n) => {
-    let a = 0;
-    for (let i = 0; i < n; i++) {
-      for (const op of refEvents) a += op.kind === "stored" ? ref.store(slots[op.worker]!, op.parent, op.blocks).length : ref.remove(slots[op.worker]!, op.hashes);
-    }
-    return a;
-  }, { opsPerIter: refEventBlocks, iters: 1, warmup: 1, samples: 3, budgetMs: 15_000 });
-  for (const k of ["evReference", "evBatchBig", "evBatchReq", "evApi", "evBatchChunked", "evApiChunked", "evBatchBigSmallCap", "evBatchChunkedSmallCap"]) {
+  for (const k of ["evBatchBig", "evBatchReq", "evApi", "evBatchChunked", "evApiChunked", "evBatchBigSmallCap", "evBatchChunkedSmallCap"]) {
     log(`  ${describe(m[k]!, "blk")}  ${fmtRate(m[k]!.opsPerSec, "block-ops/s")}`);
   }
-  log(`  vs the TS reference's ${fmtRate(m.evReference.opsPerSec, "block-ops/s")}: (a) ${fmtRatio(m.evReference.medianNs / m.evBatchBig.medianNs)}, (b) ${fmtRatio(m.evReference.medianNs / m.evApi.medianNs)}`);
-  // Where the replay's time goes: its events alone (same stream, same path) vs the whole replay.
-  const wasmCycleMs = (m.wasmReplay.medianNs * replay.ops.length) / 1e6;
-  const wasmEventsMs = (m.evApi.medianNs * cycleBlocks) / 1e6;
-  const refCycleMs = (m.refReplay.medianNs * refReplay.ops.length) / 1e6;
-  const refEventsMs = (m.evReference.medianNs * refEventBlocks) / 1e6;
-  const split = {
-    wasm: { cycleMs: wasmCycleMs, eventsMs: wasmEventsMs, findMatchesMs: wasmCycleMs - wasmEventsMs, findMatchesMeanNs: ((wasmCycleMs - wasmEventsMs) * 1e6) / matchOps },
-    reference: { cycleMs: refCycleMs, eventsMs: refEventsMs, findMatchesMs: refCycleMs - refEventsMs,
-      findMatchesMeanNs: ((refCycleMs - refEventsMs) * 1e6) / (refReplay.ops.length - refEvents.length) },
-  };
-  log(`  replay time split (derived: replay − events alone): WASM ${wasmCycleMs.toFixed(0)} ms/cycle = events ${wasmEventsMs.toFixed(0)} + find_matches ${split.wasm.findMatchesMs.toFixed(0)} ` +
-    `(${fmtNs(split.wasm.findMatchesMeanNs)} each); reference ${refCycleMs.toFixed(0)} = events ${refEventsMs.toFixed(0)} + find_matches ${split.reference.findMatchesMs.toFixed(0)} ` +
-    `(${fmtNs(split.reference.findMatchesMeanNs)} each)${refSub ? " [reference on its subsample]" : ""}`);
-  results.replaySplit = split;
+  const refEventRate = split.reference.eventBlocks / (split.reference.eventsMs / 1e3);
+  log(`  vs the TS reference's ${fmtRate(refEventRate, "block-ops/s")} (its event calls during the instrumented replay): ` +
+    `(a) ${fmtRatio(m.evBatchBig.opsPerSec / refEventRate)}, (b) ${fmtRatio(m.evApi.opsPerSec / refEventRate)}`);
   const storedSizes = replay.events.filter((e) => e.kind === "stored").map(eventBlocks).sort((x, y) => x - y);
   const batchVsApi = m.evApi.medianNs / m.evBatchBig.medianNs;
   const fasterPath = batchVsApi >= 1 ? "binary batches decoded in WASM" : "TS layer per event";
@@ -571,14 +603,15 @@ export async function main(argv: string[]): Promise<void> {
   const rows: string[][] = [];
   for (const bs of [16, 64]) {
     const nb = 8192 / bs;
-    for (const kind of ["typical", "worst"] as const) {
+    for (const kind of ["typical", "worst", "unknown"] as const) {
       const tk = rs.tokens[kind];
-      const expect = kind === "typical" ? 8 : 64;
+      const expect = kind === "typical" ? 8 : kind === "worst" ? 64 : 0;
       const got = ridx.route(tk, { blockSize: bs });
       let deepest = 0;
       for (let i = 0; i < got; i++) deepest = Math.max(deepest, ridx.matchDepth(i));
-      if (got !== expect || deepest !== nb) log(`  ! route check bs=${bs} ${kind}: ${got} slots matched (expected ${expect}), deepest ${deepest} (expected ${nb})`);
-      m[`route${bs}${kind}`] = measure(`route bs=${bs} ${kind}: copy + hash + match + read ${expect} scores`, (n) => {
+      if (got !== expect || deepest !== (expect ? nb : 0)) log(`  ! route check bs=${bs} ${kind}: ${got} slots matched (expected ${expect}), deepest ${deepest} (expected ${nb})`);
+      const what = kind === "unknown" ? "copy + hash + match (exits at block 0: prompt unknown)" : `copy + hash + match + read ${expect} scores`;
+      m[`route${bs}${kind}`] = measure(`route bs=${bs} ${kind}: ${what}`, (n) => {
         let a = 0;
         for (let i = 0; i < n; i++) {
           const k = ridx.route(tk, { blockSize: bs });
@@ -600,7 +633,7 @@ export async function main(argv: string[]): Promise<void> {
     }, { samples: S, opsPerIter: nb });
     log("  " + describe(m[`hash${bs}`]!, "blk"));
     log("  " + describe(m[`xxh64js${bs}`]!, "blk"));
-    const typ = m[`route${bs}typical`]!, worst = m[`route${bs}worst`]!;
+    const typ = m[`route${bs}typical`]!, worst = m[`route${bs}worst`]!, unk = m[`route${bs}unknown`]!;
     routeRes[`bs${bs}`] = {
       blocks: nb,
       typicalNs: typ.medianNs, worstNs: worst.medianNs, copyNs: m.copy.medianNs,
@@ -608,15 +641,20 @@ export async function main(argv: string[]): Promise<void> {
       typicalOverCopyMin: typ.minNs / m.copy.minNs,
       hashNsPerBlock: m[`hash${bs}`]!.medianNs, xxhashWasmNsPerBlock: m[`xxh64js${bs}`]!.medianNs,
       matchAndOverheadNs: typ.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb,
+      unknownPromptNs: unk.medianNs,
+      // typical − unknown: the find_matches walk (and reading 8 scores); unknown − copy − hash: the TS wrapper + call.
+      matchNs: typ.medianNs - unk.medianNs,
+      wrapperNs: unk.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb,
     };
     rows.push([`bs=${bs}`, fmtNs(typ.medianNs), fmtRatio(typ.medianNs / m.copy.medianNs), fmtNs(worst.medianNs), fmtRatio(worst.medianNs / m.copy.medianNs),
-      fmtNs(m[`hash${bs}`]!.medianNs * nb), fmtNs(Math.max(0, typ.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb)),
+      fmtNs(m[`hash${bs}`]!.medianNs * nb), fmtNs(typ.medianNs - unk.medianNs), fmtNs(unk.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb),
       `${m[`hash${bs}`]!.medianNs.toFixed(1)} ns`, `${m[`xxh64js${bs}`]!.medianNs.toFixed(1)} ns`,
       fmtRatio(m[`xxh64js${bs}`]!.medianNs / m[`hash${bs}`]!.medianNs)]);
   }
   log();
   log(`  copy floor ${fmtNs(m.copy.medianNs)} (median)`);
-  log(table(["", "typical", "÷copy", "worst", "÷copy", "hash", "match+rest", "ours/blk", "xxhash-wasm/blk", "xxhash-wasm÷ours"], rows).replace(/^/gm, "  "));
+  log(table(["", "typical", "÷copy", "worst", "÷copy", "hash", "match", "wrapper", "ours/blk", "xxhash-wasm/blk", "xxhash-wasm÷ours"], rows).replace(/^/gm, "  "));
+  log("  (hash = one-call hash_prompt × blocks; match = typical − unknown prompt; wrapper = unknown − copy − hash: KvIndex.route's TS side and the call)");
   log("  (ours = XXH3 local + chained sequence hash in one WASM call; xxhash-wasm = XXH64 local hash only, one JS call per block)");
   results.route = routeRes;
 
@@ -625,6 +663,8 @@ export async function main(argv: string[]): Promise<void> {
   const bestEvents = Math.max(m.evBatchBig.opsPerSec, m.evApi.opsPerSec);
   const summary = [
     ratioRow("WASM ÷ TS reference, replay ops/s" + (refSub ? ` (first ${refReplay.stats.requests} req.)` : ""), fmtRatio(replayRatio), "≥ 10×", replayRatio >= 10),
+    ratioRow("  same, WASM index at capacity 2^" + Math.log2(smallCap) + (refSub ? " (full trace vs subsample)" : ""), fmtRatio(m.refReplay.medianNs / m.wasmReplaySmallCap.medianNs), "", null),
+    ratioRow("  find_matches part / events part (WASM ÷ ref.)", `${fmtRatio(split.reference.matchMs / split.wasm.matchMs)} / ${fmtRatio(split.reference.eventsMs / split.wasm.eventsMs)}`, "", null),
     ratioRow("WASM replay ops/s (API / batched events)", `${fmtRate(m.wasmReplay.opsPerSec, "")} / ${fmtRate(m.wasmReplayBatched.opsPerSec, "")}`, "", null),
     ratioRow("TS reference replay ops/s", fmtRate(m.refReplay.opsPerSec, ""), "", null),
     ratioRow("find_matches p50 / p99", `${fmtNs(fm.p50Ns)} / ${fmtNs(fm.p99Ns)}`, "", null),
@@ -644,7 +684,7 @@ export async function main(argv: string[]): Promise<void> {
     summary: Object.fromEntries(summary.map(([k, v, tgt, s]) => [k!, { value: v, target: tgt, status: s }])),
     ratios: {
       wasmOverReference: replayRatio, wasmOverReferenceMin: replayRatioMin,
-      eventBlockOpsPerSec: { reference: m.evReference.opsPerSec, batch: m.evBatchBig.opsPerSec, batchPerRequest: m.evBatchReq.opsPerSec, api: m.evApi.opsPerSec, batchChunked16: m.evBatchChunked.opsPerSec, apiChunked16: m.evApiChunked.opsPerSec },
+      eventBlockOpsPerSec: { reference: refEventRate, batch: m.evBatchBig.opsPerSec, batchPerRequest: m.evBatchReq.opsPerSec, api: m.evApi.opsPerSec, batchChunked16: m.evBatchChunked.opsPerSec, apiChunked16: m.evApiChunked.opsPerSec },
       routeOverCopy: { bs16: r16.typicalOverCopy, bs64: r64.typicalOverCopy },
     },
     referenceSubsampled: refSub ? refReplay.stats.requests : false,
