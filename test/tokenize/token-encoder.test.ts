@@ -1,0 +1,77 @@
+/** @module The cached byte-level fast path against the library's own encode: same ids on real and hostile text. */
+import { describe, expect, it } from "vitest";
+import { Tokenizer } from "../../src/tokenize/hf-tokenizers.ts";
+import { createTokenEncoder } from "../../src/tokenize/token-encoder.ts";
+import { capturedEvent, qwen3Files } from "./helpers.ts";
+import { tinyTokenizerConfig, tinyTokenizerJson } from "./tiny-tokenizer.ts";
+
+// Pieces that stress the split regex, NFC, surrogate pairs, contractions, whitespace runs and added tokens.
+const ALPHABET = [
+  "a", "b", " ", "  ", "\n", "\n\n", "\t", "'s", "'T", "'ll", "1", "23", "é", "e\u0301", "中文", "\u{1F600}", ".", "!!",
+  "<|im_start|>", "<think>", "<|im_end|>", "</tool_call>", "\r\n", "ü", "Ω", "—", "\u00a0", "\u200b", "x", "Hello", " world", "<|im_", "|>",
+];
+
+function randomTexts(count: number, seed: number): string[] {
+  let s = seed >>> 0;
+  const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const out: string[] = [];
+  for (let k = 0; k < count; k++) {
+    let t = "";
+    const len = 1 + Math.floor(rnd() * 40);
+    for (let i = 0; i < len; i++) t += ALPHABET[Math.floor(rnd() * ALPHABET.length)];
+    out.push(t);
+  }
+  return out;
+}
+
+describe("token encoder", () => {
+  const files = qwen3Files();
+  const lib = new Tokenizer(files.tokenizerJson, files.tokenizerConfig);
+  const enc = createTokenEncoder(lib, files.tokenizerJson, files.tokenizerConfig, { pieceCacheSize: 64 });
+
+  it("should take the fast path for Qwen3", () => {
+    expect(enc.fast).toBe(true);
+  });
+
+  it("should give the library's ids for 2,000 random hostile strings, with and without special tokens", () => {
+    const texts = ["", capturedEvent().prompt, ...randomTexts(2000, 7)];
+    for (const t of texts) {
+      for (const add of [false, true]) expect(Array.from(enc.encode(t, add)), JSON.stringify(t)).toEqual(lib.encode(t, { add_special_tokens: add }).ids);
+    }
+  });
+
+  it("should stay exact when the piece cache is tiny and rotates constantly", () => {
+    const t = capturedEvent().prompt;
+    const first = Array.from(enc.encode(t, false));
+    for (const r of randomTexts(50, 3)) enc.encode(r, false);
+    expect(Array.from(enc.encode(t, false))).toEqual(first);
+  });
+
+  it("should return a fresh array each call (callers may keep it)", () => {
+    const a = enc.encode("hello world", false);
+    const b = enc.encode("other text", false);
+    expect(Array.from(a)).toEqual(lib.encode("hello world", { add_special_tokens: false }).ids);
+    expect(a.buffer).not.toBe(b.buffer);
+  });
+
+  it("should add a BOS exactly as a TemplateProcessing post-processor does", () => {
+    const json = tinyTokenizerJson({ bos: true, normalizer: true });
+    const cfg = tinyTokenizerConfig();
+    const tiny = new Tokenizer(json, cfg);
+    const e = createTokenEncoder(tiny, json, cfg);
+    expect(e.fast).toBe(true);
+    for (const t of ["hello world", "<|start|>user\nhello<|end|>\n", ...randomTexts(300, 11)]) {
+      for (const add of [false, true]) expect(Array.from(e.encode(t, add)), JSON.stringify(t)).toEqual(tiny.encode(t, { add_special_tokens: add }).ids);
+    }
+    expect(e.encode("hello", true)[0]).toBe(e.encode("<s>", false)[0]);
+  });
+
+  it("should fall back to the library when the pre-tokenizer is not split + byte-level", () => {
+    const json = { ...tinyTokenizerJson(), pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: true } };
+    const cfg = tinyTokenizerConfig();
+    const tiny = new Tokenizer(json, cfg);
+    const e = createTokenEncoder(tiny, json, cfg);
+    expect(e.fast).toBe(false);
+    expect(Array.from(e.encode("hello world", false))).toEqual(tiny.encode("hello world", { add_special_tokens: false }).ids);
+  });
+});
