@@ -122,9 +122,10 @@ export function fmtNs(ns: number): string {
 
 /** Human units for a rate. */
 export function fmtRate(perSec: number, unit = "ops/s"): string {
-  if (perSec >= 1e6) return `${(perSec / 1e6).toFixed(2)} M ${unit}`;
-  if (perSec >= 1e3) return `${(perSec / 1e3).toFixed(1)} k ${unit}`;
-  return `${perSec.toFixed(1)} ${unit}`;
+  const u = unit ? ` ${unit}` : "";
+  if (perSec >= 1e6) return `${(perSec / 1e6).toFixed(2)}M${u}`;
+  if (perSec >= 1e3) return `${(perSec / 1e3).toFixed(1)}k${u}`;
+  return `${perSec.toFixed(1)}${u}`;
 }
 
 export function fmtRatio(r: number): string {

@@ -18,6 +18,7 @@
  * trace block (8 → 64-token blocks), --limit N requests, --ref-limit N requests for the reference (default: all),
  * --samples N, --quick (fewer samples, reference on 1,000 requests).
  */
+import { cpus, loadavg } from "node:os";
 import xxhash from "xxhash-wasm";
 import { loadCoreModule } from "../src/wasm/module-fs.ts";
 import { instantiateCore } from "../src/wasm/instantiate.ts";
@@ -380,13 +381,14 @@ function rawHasher(module: WebAssembly.Module): { hash: (bs: number) => number; 
 
 /* ------------------------------------------------------------------------------------------------------------ */
 
-function ratioRow(name: string, value: string, target: string, holds: boolean | null): string[] {
-  return [name, value, target, holds === null ? "info" : holds ? "holds" : "MISSED"];
+function ratioRow(name: string, value: string, target: string, holds: boolean | "min" | null): string[] {
+  return [name, value, target, holds === null ? "info" : holds === "min" ? "min only" : holds ? "holds" : "MISSED"];
 }
 
 export async function main(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   const started = now();
+  const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");
   const module = await loadCoreModule();
   const S = args.samples;
   const results: Record<string, unknown> = { args };
@@ -634,48 +636,62 @@ export async function main(argv: string[]): Promise<void> {
     log("  " + describe(m[`hash${bs}`]!, "blk"));
     log("  " + describe(m[`xxh64js${bs}`]!, "blk"));
     const typ = m[`route${bs}typical`]!, worst = m[`route${bs}worst`]!, unk = m[`route${bs}unknown`]!;
+    const hash = m[`hash${bs}`]!, xxj = m[`xxh64js${bs}`]!;
+    // The breakdown uses the minimum of each item (the capability: least disturbed by other processes on the box).
     routeRes[`bs${bs}`] = {
       blocks: nb,
-      typicalNs: typ.medianNs, worstNs: worst.medianNs, copyNs: m.copy.medianNs,
-      typicalOverCopy: typ.medianNs / m.copy.medianNs, worstOverCopy: worst.medianNs / m.copy.medianNs,
-      typicalOverCopyMin: typ.minNs / m.copy.minNs,
-      hashNsPerBlock: m[`hash${bs}`]!.medianNs, xxhashWasmNsPerBlock: m[`xxh64js${bs}`]!.medianNs,
-      matchAndOverheadNs: typ.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb,
-      unknownPromptNs: unk.medianNs,
-      // typical − unknown: the find_matches walk (and reading 8 scores); unknown − copy − hash: the TS wrapper + call.
-      matchNs: typ.medianNs - unk.medianNs,
-      wrapperNs: unk.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb,
+      typicalNs: typ.medianNs, typicalMinNs: typ.minNs, worstNs: worst.medianNs, worstMinNs: worst.minNs, unknownPromptNs: unk.medianNs,
+      copyNs: m.copy.medianNs, copyMinNs: m.copy.minNs,
+      typicalOverCopy: typ.medianNs / m.copy.medianNs, typicalOverCopyMin: typ.minNs / m.copy.minNs,
+      worstOverCopy: worst.medianNs / m.copy.medianNs, worstOverCopyMin: worst.minNs / m.copy.minNs,
+      hashNsPerBlock: hash.medianNs, hashMinNsPerBlock: hash.minNs, xxhashWasmNsPerBlock: xxj.medianNs, xxhashWasmMinNsPerBlock: xxj.minNs,
+      // From minimums: typical − unknown = the find_matches walk + reading 8 scores; unknown − copy − hash = TS wrapper + call.
+      breakdownMinNs: { copy: m.copy.minNs, hash: hash.minNs * nb, match: typ.minNs - unk.minNs, wrapper: unk.minNs - m.copy.minNs - hash.minNs * nb },
     };
-    rows.push([`bs=${bs}`, fmtNs(typ.medianNs), fmtRatio(typ.medianNs / m.copy.medianNs), fmtNs(worst.medianNs), fmtRatio(worst.medianNs / m.copy.medianNs),
-      fmtNs(m[`hash${bs}`]!.medianNs * nb), fmtNs(typ.medianNs - unk.medianNs), fmtNs(unk.medianNs - m.copy.medianNs - m[`hash${bs}`]!.medianNs * nb),
-      `${m[`hash${bs}`]!.medianNs.toFixed(1)} ns`, `${m[`xxh64js${bs}`]!.medianNs.toFixed(1)} ns`,
-      fmtRatio(m[`xxh64js${bs}`]!.medianNs / m[`hash${bs}`]!.medianNs)]);
+    rows.push([`bs=${bs}`, `${fmtNs(typ.medianNs)} (${fmtNs(typ.minNs)})`, `${fmtRatio(typ.medianNs / m.copy.medianNs)} (${fmtRatio(typ.minNs / m.copy.minNs)})`,
+      `${fmtNs(worst.medianNs)}`, `${fmtRatio(worst.medianNs / m.copy.medianNs)} (${fmtRatio(worst.minNs / m.copy.minNs)})`,
+      fmtNs(hash.minNs * nb), fmtNs(typ.minNs - unk.minNs), fmtNs(unk.minNs - m.copy.minNs - hash.minNs * nb),
+      `${hash.medianNs.toFixed(1)} (${hash.minNs.toFixed(1)})`, `${xxj.medianNs.toFixed(1)} (${xxj.minNs.toFixed(1)})`,
+      `${fmtRatio(xxj.medianNs / hash.medianNs)} (${fmtRatio(xxj.minNs / hash.minNs)})`]);
   }
   log();
-  log(`  copy floor ${fmtNs(m.copy.medianNs)} (median)`);
-  log(table(["", "typical", "÷copy", "worst", "÷copy", "hash", "match", "wrapper", "ours/blk", "xxhash-wasm/blk", "xxhash-wasm÷ours"], rows).replace(/^/gm, "  "));
-  log("  (hash = one-call hash_prompt × blocks; match = typical − unknown prompt; wrapper = unknown − copy − hash: KvIndex.route's TS side and the call)");
-  log("  (ours = XXH3 local + chained sequence hash in one WASM call; xxhash-wasm = XXH64 local hash only, one JS call per block)");
+  log(`  copy floor ${fmtNs(m.copy.medianNs)} median (${fmtNs(m.copy.minNs)} min); cells are "median (min)", ratios of medians (of mins)`);
+  log(table(["", "typical", "÷copy", "worst", "÷copy", "hash*", "match*", "wrapper*", "ours ns/blk", "xxhash-wasm ns/blk", "xxhash-wasm÷ours"], rows).replace(/^/gm, "  "));
+  log("  * from minimums: hash = one-call hash_prompt × blocks; match = typical − unknown prompt; wrapper = unknown − copy − hash (KvIndex.route's TS side)");
+  log("  ours = XXH3 local + chained sequence hash in one WASM call; xxhash-wasm = XXH64 local hash only, one JS call per block");
   results.route = routeRes;
 
   /* ---- summary --------------------------------------------------------------------------------------------- */
-  const r16 = routeRes.bs16 as { typicalOverCopy: number }, r64 = routeRes.bs64 as { typicalOverCopy: number };
+  type RouteRes = { typicalOverCopy: number; typicalOverCopyMin: number };
+  const r16 = routeRes.bs16 as RouteRes, r64 = routeRes.bs64 as RouteRes;
+  const minRate = (x: Measurement): number => 1e9 / x.minNs;
   const bestEvents = Math.max(m.evBatchBig.opsPerSec, m.evApi.opsPerSec);
+  const bestEventsMin = Math.max(minRate(m.evBatchBig), minRate(m.evApi));
+  /** holds at the median → "holds"; only at the minimum → "min only"; else "MISSED". */
+  const status = (med: boolean, min: boolean): boolean | "min" => (med ? true : min ? "min" : false);
   const summary = [
-    ratioRow("WASM ÷ TS reference, replay ops/s" + (refSub ? ` (first ${refReplay.stats.requests} req.)` : ""), fmtRatio(replayRatio), "≥ 10×", replayRatio >= 10),
-    ratioRow("  same, WASM index at capacity 2^" + Math.log2(smallCap) + (refSub ? " (full trace vs subsample)" : ""), fmtRatio(m.refReplay.medianNs / m.wasmReplaySmallCap.medianNs), "", null),
+    ratioRow("WASM ÷ TS reference, replay ops/s" + (refSub ? ` (first ${refReplay.stats.requests} req.)` : ""), `${fmtRatio(replayRatio)} (${fmtRatio(replayRatioMin)})`, "≥ 10×",
+      status(replayRatio >= 10, replayRatioMin >= 10)),
+    ratioRow("  same, WASM index at capacity 2^" + Math.log2(smallCap) + (refSub ? " (full trace vs subsample)" : ""),
+      `${fmtRatio(m.refReplay.medianNs / m.wasmReplaySmallCap.medianNs)} (${fmtRatio(m.refReplay.minNs / m.wasmReplaySmallCap.minNs)})`, "", null),
     ratioRow("  find_matches part / events part (WASM ÷ ref.)", `${fmtRatio(split.reference.matchMs / split.wasm.matchMs)} / ${fmtRatio(split.reference.eventsMs / split.wasm.eventsMs)}`, "", null),
     ratioRow("WASM replay ops/s (API / batched events)", `${fmtRate(m.wasmReplay.opsPerSec, "")} / ${fmtRate(m.wasmReplayBatched.opsPerSec, "")}`, "", null),
     ratioRow("TS reference replay ops/s", fmtRate(m.refReplay.opsPerSec, ""), "", null),
     ratioRow("find_matches p50 / p99", `${fmtNs(fm.p50Ns)} / ${fmtNs(fm.p99Ns)}`, "", null),
-    ratioRow("event block-ops/s, (a) batches decoded in WASM", fmtRate(m.evBatchBig.opsPerSec, ""), "≥ 15M", m.evBatchBig.opsPerSec >= 15e6),
-    ratioRow("event block-ops/s, (b) TS layer per event", fmtRate(m.evApi.opsPerSec, ""), "≥ 15M", m.evApi.opsPerSec >= 15e6),
-    ratioRow("event block-ops/s, best path", `${fmtRate(bestEvents, "")} (${fasterPath})`, "≥ 15M", bestEvents >= 15e6),
-    ratioRow("route 8k bs=16 ÷ copy (typical)", fmtRatio(r16.typicalOverCopy), "≤ 12×", r16.typicalOverCopy <= 12),
-    ratioRow("route 8k bs=64 ÷ copy (typical)", fmtRatio(r64.typicalOverCopy), "≤ 8×", r64.typicalOverCopy <= 8),
+    ratioRow("event block-ops/s, (a) batches decoded in WASM", `${fmtRate(m.evBatchBig.opsPerSec, "")} (${fmtRate(minRate(m.evBatchBig), "")})`, "≥ 15M",
+      status(m.evBatchBig.opsPerSec >= 15e6, minRate(m.evBatchBig) >= 15e6)),
+    ratioRow("event block-ops/s, (b) TS layer per event", `${fmtRate(m.evApi.opsPerSec, "")} (${fmtRate(minRate(m.evApi), "")})`, "≥ 15M",
+      status(m.evApi.opsPerSec >= 15e6, minRate(m.evApi) >= 15e6)),
+    ratioRow(`event block-ops/s, best path: ${batchVsApi >= 1 ? "(a)" : "(b)"}`, `${fmtRate(bestEvents, "")} (${fmtRate(bestEventsMin, "")})`, "≥ 15M",
+      status(bestEvents >= 15e6, bestEventsMin >= 15e6)),
+    ratioRow("route 8k bs=16 ÷ copy (typical)", `${fmtRatio(r16.typicalOverCopy)} (${fmtRatio(r16.typicalOverCopyMin)})`, "≤ 12×",
+      status(r16.typicalOverCopy <= 12, r16.typicalOverCopyMin <= 12)),
+    ratioRow("route 8k bs=64 ÷ copy (typical)", `${fmtRatio(r64.typicalOverCopy)} (${fmtRatio(r64.typicalOverCopyMin)})`, "≤ 8×",
+      status(r64.typicalOverCopy <= 8, r64.typicalOverCopyMin <= 8)),
   ];
   log();
-  log("summary (medians; targets are informational, see issue 2 acceptance 3)");
+  log(`summary: median (min) of the samples; a target "holds" at the median, "min only" if just the best samples meet it.`);
+  log(`targets are informational (issue 2 acceptance 3); load average at start ${load0}, at end ${loadavg().map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} CPUs`);
   log(table(["metric", "measured", "target", "status"], summary).replace(/^/gm, "  "));
 
   const file = writeResults("index", {
@@ -688,6 +704,7 @@ export async function main(argv: string[]): Promise<void> {
       routeOverCopy: { bs16: r16.typicalOverCopy, bs64: r64.typicalOverCopy },
     },
     referenceSubsampled: refSub ? refReplay.stats.requests : false,
+    loadAverage: { start: load0, end: loadavg() },
     sink: sinkValue(),
     wallMs: now() - started,
   });
