@@ -65,7 +65,7 @@ export class ActiveSequences {
     load.activeRequests++;
     load.activePrefillTokens += b.prefillTokens;
     load.summedBlocks += b.blocks;
-    if (b.keys) load.blocks.add(b.keys, b.blocks);
+    if (b.keys) load.prompts.add(b.keys, b.blocks);
     this.#byRequest.set(b.requestId, b);
     this.#byId.set(b.id, b);
     let set = this.#byRank.get(rank);
@@ -89,12 +89,14 @@ export class ActiveSequences {
   /** Releases the booking's load; true the first time, false on every later call (exactly once). */
   free(b: Booking, reason: FreeReason): boolean {
     if (b.freed !== undefined || this.#byId.get(b.id) !== b) return false;
-    b.freed = reason;
     const load = b.rank.load;
+    if (b.keys && !load.prompts.remove(b.keys, b.blocks)) {
+      throw new KvgateError("KVGATE_ERR_STATE", `booking ${b.id} of ${b.requestId} was not among its rank's prompts`);
+    }
+    b.freed = reason;
     load.activeRequests--;
     if (!b.prefillDone) load.activePrefillTokens -= b.prefillTokens;
     load.summedBlocks -= b.blocks;
-    if (b.keys) load.blocks.remove(b.keys, b.blocks);
     this.#byId.delete(b.id);
     if (this.#byRequest.get(b.requestId) === b) this.#byRequest.delete(b.requestId);
     const set = this.#byRank.get(b.rank);

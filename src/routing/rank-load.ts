@@ -1,12 +1,12 @@
 /** @module The live load of one (worker, data-parallel rank): the numbers the cost function and busy checks read. */
-import { BlockCounter } from "./block-counter.ts";
+import { ActivePrompts } from "./active-prompts.ts";
 
 /**
  * Mutated only by ActiveSequences so the totals always equal the sum over live bookings (the property test checks it).
  * With KV reuse assumed, active blocks are distinct prompt blocks (shared prefixes counted once); otherwise a plain sum.
  */
 export class RankLoad {
-  readonly blocks = new BlockCounter();
+  readonly prompts = new ActivePrompts();
   /** Prompt blocks of live bookings, summed without dedupe (used when KV reuse is not assumed). */
   summedBlocks = 0;
   activePrefillTokens = 0;
@@ -15,12 +15,12 @@ export class RankLoad {
   constructor(readonly assumeKvReuse: boolean) {}
 
   get activeBlocks(): number {
-    return this.assumeKvReuse ? this.blocks.size : this.summedBlocks;
+    return this.assumeKvReuse ? this.prompts.distinctBlocks : this.summedBlocks;
   }
 
   /** Blocks of this prompt already counted in activeBlocks (in-flight requests sharing the prefix). */
   activeOverlap(keys: Uint32Array | undefined, n: number): number {
     if (!this.assumeKvReuse || keys === undefined || this.activeRequests === 0) return 0;
-    return this.blocks.prefixDepth(keys, n);
+    return this.prompts.sharedPrefix(keys, n);
   }
 }

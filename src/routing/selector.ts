@@ -3,8 +3,7 @@
  * the core's cost function. Books nothing; the hot path, so it avoids per-request allocation where it can.
  */
 import { KvgateError } from "../core/errors.ts";
-import type { KvIndex } from "../core/kv-index.ts";
-import { scoreCandidates, type ScoreCandidate } from "../core/score-kernel.ts";
+import { ScoreCol, type KvIndex } from "../core/kv-index.ts";
 import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
 import type { RouteRequest } from "./routing-types.ts";
@@ -45,7 +44,6 @@ export class Selector {
   readonly #overlap: Int32Array;
   readonly #stamp: Int32Array;
   #generation = 0;
-  readonly #pool: ScoreCandidate[] = [];
 
   constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn) {
     this.#overlap = new Int32Array(index.options.maxSlots);
@@ -54,40 +52,57 @@ export class Selector {
 
   select(req: RouteRequest, p: SelectParams): Selection {
     const ranks = p.pinned ? [p.pinned] : p.candidates;
-    if (ranks.length === 0) throw new KvgateError("KVGATE_ERR_STATE", "select() called without candidates");
+    const n = ranks.length;
+    if (n === 0) throw new KvgateError("KVGATE_ERR_STATE", "select() called without candidates");
+    if (n > this.index.options.maxSlots) throw new KvgateError("KVGATE_ERR_STATE", "more candidates than index slots");
     const blockSize = ranks[0]!.worker.blockSize;
-    for (const r of ranks) {
+    let anyActive = false;
+    for (let i = 0; i < n; i++) {
+      const r = ranks[i]!;
       if (r.worker.blockSize !== blockSize) {
         throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates use different block sizes; name the model in the request");
       }
+      if (r.load.activeRequests > 0) anyActive = true;
     }
     const t0 = this.fine();
     const matched = this.index.route(req.tokens, { blockSize, lora: req.lora, namespace: req.namespace, eagle: req.eagle });
     const promptBlocks = this.index.lastBlocks;
     const t1 = this.fine();
     const gen = this.#nextGeneration();
-    let best = 0;
     for (let i = 0; i < matched; i++) {
-      const slot = this.index.matchSlot(i), depth = this.index.matchDepth(i);
-      this.#overlap[slot] = depth;
+      const slot = this.index.matchSlot(i);
+      this.#overlap[slot] = this.index.matchDepth(i);
       this.#stamp[slot] = gen;
     }
+    let best = 0;
     for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
-    const keys = p.assumeKvReuse && (p.willBook || ranks.some((r) => r.load.activeRequests > 0))
-      ? readKeys(this.index, promptBlocks) : undefined;
-
+    const keys = p.assumeKvReuse && (p.willBook || anyActive) ? readKeys(this.index, promptBlocks) : undefined;
     const isl = req.tokens.length;
-    const cands = this.#fill(ranks, gen, keys, promptBlocks);
-    const opts = { isl, overlapWeight: p.overlapWeight, temperature: p.temperature };
-    let res = scoreCandidates(this.index, cands, { ...opts, rand: this.rand() });
-    let chosen = res.chosen;
-    if (p.temperature === 0 && ranks.length > 1) chosen = this.#breakTies(ranks, cands, res.costs, chosen, opts);
-    const rank = ranks[chosen]!;
-    const overlapBlocks = cands[chosen]!.overlapBlocks;
+
+    // The core's cost kernel reads f64 columns of `stride` entries; fill them straight from the rank loads.
+    const { f64, base, stride, run } = this.index.scoreColumns();
+    const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
+    const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
+    const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
+    for (let i = 0; i < n; i++) {
+      const r = ranks[i]!, load = r.load;
+      f64[overlapCol + i] = this.#overlapOf(r, gen);
+      f64[prefillCol + i] = load.activePrefillTokens;
+      f64[decodeCol + i] = load.activeBlocks;
+      f64[activeCol + i] = load.activeOverlap(keys, promptBlocks);
+      f64[bsCol + i] = blockSize;
+      f64[treeCol + i] = 0;
+    }
+    let chosen = run(n, isl, p.overlapWeight, p.temperature, this.rand());
+    if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
+    if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run);
+    const costCol = base + ScoreCol.cost * stride;
+    const overlapBlocks = f64[overlapCol + chosen]!;
     return {
-      rank, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
-      cachedTokens: Math.min(isl, overlapBlocks * blockSize), cost: res.costs[chosen]!,
-      potentialPrefillTokens: res.potentialPrefillTokens[chosen]!, potentialDecodeBlocks: res.potentialDecodeBlocks[chosen]!,
+      rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
+      cachedTokens: Math.min(isl, overlapBlocks * blockSize), cost: f64[costCol + chosen]!,
+      potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
+      potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1,
     };
   }
@@ -106,37 +121,26 @@ export class Selector {
     return this.#stamp[r.slot] === gen ? this.#overlap[r.slot]! : 0;
   }
 
-  /** Score inputs per rank; tree sizes start at 0 and are only fetched when a cost tie needs them (see #breakTies). */
-  #fill(ranks: readonly RankState[], gen: number, keys: Uint32Array | undefined, blocks: number): ScoreCandidate[] {
-    const pool = this.#pool;
-    while (pool.length < ranks.length) {
-      pool.push({ overlapBlocks: 0, activePrefillTokens: 0, activeDecodeBlocks: 0, activeOverlapBlocks: 0, blockSize: 1, treeSize: 0 });
-    }
-    const out = ranks.length === pool.length ? pool : pool.slice(0, ranks.length);
-    for (let i = 0; i < ranks.length; i++) {
-      const r = ranks[i]!, c = out[i]!, load = r.load;
-      c.overlapBlocks = this.#overlapOf(r, gen);
-      c.activePrefillTokens = load.activePrefillTokens;
-      c.activeDecodeBlocks = load.activeBlocks;
-      c.activeOverlapBlocks = load.activeOverlap(keys, blocks);
-      c.blockSize = r.worker.blockSize;
-      c.treeSize = 0;
-    }
-    return out;
-  }
-
   /**
-   * Reading a tree size goes through the slot map's string keys (~70 ns each), so the first pass scores with zeros and
-   * only the tied cheapest ranks get their real sizes and a second kernel pass (smallest tree wins, then the draw).
+   * Reading a tree size goes through the slot map's string keys (~70 ns each), so the first pass scores with zeros.
+   * When several ranks share the lowest cost, only they get their real tree sizes and the kernel runs again on the
+   * same columns: the others cost more, so their tree entries do not matter, and the kernel's own tie rule applies
+   * (smallest tree, then the random draw).
    */
-  #breakTies(ranks: readonly RankState[], cands: ScoreCandidate[], costs: number[], chosen: number,
-    opts: { isl: number; overlapWeight: number; temperature: number }): number {
-    const min = costs[chosen]!;
-    const tied: number[] = [];
-    for (let i = 0; i < costs.length; i++) if (costs[i] === min) tied.push(i);
-    if (tied.length < 2) return chosen;
-    const subset = tied.map((i) => ({ ...cands[i]!, treeSize: this.index.treeSize(ranks[i]!.worker.id, ranks[i]!.dpRank) }));
-    return tied[scoreCandidates(this.index, subset, { ...opts, rand: this.rand() }).chosen]!;
+  #breakTies(ranks: readonly RankState[], f64: Float64Array, base: number, stride: number, chosen: number, isl: number,
+    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number): number {
+    const costCol = base + ScoreCol.cost * stride, treeCol = base + ScoreCol.tree * stride;
+    const min = f64[costCol + chosen]!;
+    let ties = 0;
+    for (let i = 0; i < ranks.length; i++) {
+      if (f64[costCol + i] !== min) continue;
+      ties++;
+      f64[treeCol + i] = this.index.treeSize(ranks[i]!.worker.id, ranks[i]!.dpRank);
+    }
+    if (ties < 2) return chosen;
+    const again = run(ranks.length, isl, weight, 0, this.rand());
+    if (again < 0 || again >= ranks.length) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${again}`);
+    return again;
   }
 }
 

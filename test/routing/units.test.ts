@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BlockCounter } from "../../src/routing/block-counter.ts";
+import { ActivePrompts, commonPrefix } from "../../src/routing/active-prompts.ts";
 import { createPrng, randomInt } from "../../src/routing/prng.ts";
 import { queueKey } from "../../src/routing/queue-policy.ts";
 import { resolveConfig } from "../../src/routing/router-config.ts";
@@ -19,61 +19,57 @@ describe("prng", () => {
   });
 });
 
-describe("block counter", () => {
-  it("matches a Map model under random adds and removes, including growth and shrink", () => {
-    const rand = createPrng(5);
-    const counter = new BlockCounter();
-    const model = new Map<string, number>();
-    const live: Uint32Array[] = [];
-    // Keys drawn from a small universe so chains overlap and counts exceed one.
-    const universe = Array.from({ length: 3000 }, () => [Math.floor(rand() * 2 ** 32), Math.floor(rand() * 2 ** 32)] as const);
-    for (let step = 0; step < 4000; step++) {
-      if (live.length === 0 || rand() < 0.55) {
-        const n = 1 + randomInt(rand, 40);
-        const keys = new Uint32Array(2 * n);
-        for (let i = 0; i < n; i++) {
-          const [lo, hi] = universe[randomInt(rand, universe.length)]!;
-          keys[2 * i] = lo;
-          keys[2 * i + 1] = hi;
-        }
-        const before = model.size;
-        for (let i = 0; i < n; i++) model.set(`${keys[2 * i]}:${keys[2 * i + 1]}`, (model.get(`${keys[2 * i]}:${keys[2 * i + 1]}`) ?? 0) + 1);
-        expect(counter.add(keys, n)).toBe(model.size - before);
-        live.push(keys);
-      } else {
-        const keys = live.splice(randomInt(rand, live.length), 1)[0]!;
-        const before = model.size;
-        for (let i = 0; i < keys.length / 2; i++) {
-          const k = `${keys[2 * i]}:${keys[2 * i + 1]}`;
-          const c = model.get(k)! - 1;
-          if (c === 0) model.delete(k);
-          else model.set(k, c);
-        }
-        expect(counter.remove(keys, keys.length / 2)).toBe(before - model.size);
-      }
-      expect(counter.size).toBe(model.size);
-      if (step % 200 === 0) {
-        for (const [k, c] of model) {
-          const [lo, hi] = k.split(":").map(Number);
-          expect(counter.countOf(lo!, hi!)).toBe(c);
-        }
-      }
+describe("active prompts", () => {
+  /** A chain of `n` sequence-hash-like keys: prompts built from the same family share a prefix of `shared` blocks. */
+  function chain(family: number, uniq: number, n: number, shared: number): Uint32Array {
+    const k = new Uint32Array(2 * n);
+    for (let i = 0; i < n; i++) {
+      const id = i < shared ? family * 1000 + i : 1_000_000 + uniq * 1000 + i;
+      k[2 * i] = Math.imul(id, 0x9e3779b1) >>> 0;
+      k[2 * i + 1] = Math.imul(id ^ 0x5bd1e995, 0x85ebca6b) >>> 0;
     }
-    for (const keys of live) counter.remove(keys, keys.length / 2);
-    expect(counter.size).toBe(0);
+    return k;
+  }
+
+  it("matches a set-of-blocks model under random adds and removes, duplicates included", () => {
+    const rand = createPrng(5);
+    const prompts = new ActivePrompts();
+    const live: { keys: Uint32Array; n: number }[] = [];
+    for (let step = 0; step < 3000; step++) {
+      if (live.length === 0 || rand() < 0.55) {
+        const n = randomInt(rand, 40);
+        const p = rand() < 0.1 && live.length > 0 ? live[randomInt(rand, live.length)]! // an identical prompt again
+          : { keys: chain(randomInt(rand, 4), step, n, randomInt(rand, n + 1)), n };
+        // Before adding, its shared prefix must equal the deepest block the model already holds.
+        const model = new Set(live.flatMap((q) => keyList(q.keys, q.n)));
+        let depth = 0;
+        while (depth < p.n && model.has(`${p.keys[2 * depth]}:${p.keys[2 * depth + 1]}`)) depth++;
+        expect(prompts.sharedPrefix(p.keys, p.n)).toBe(depth);
+        prompts.add(p.keys, p.n);
+        live.push(p);
+      } else {
+        const p = live.splice(randomInt(rand, live.length), 1)[0]!;
+        expect(prompts.remove(p.keys, p.n)).toBe(true);
+      }
+      expect(prompts.distinctBlocks).toBe(new Set(live.flatMap((q) => keyList(q.keys, q.n))).size);
+      expect(prompts.size).toBe(live.filter((q) => q.n > 0).length);
+    }
+    for (const p of live) prompts.remove(p.keys, p.n);
+    expect([prompts.distinctBlocks, prompts.size]).toEqual([0, 0]);
+    expect(prompts.remove(chain(1, 1, 5, 0), 5)).toBe(false);
   });
 
-  it("finds the prefix depth of a chain", () => {
-    const counter = new BlockCounter();
-    const chain = new Uint32Array(2 * 50).map((_, i) => i * 2654435761);
-    counter.add(chain, 20);
-    expect(counter.prefixDepth(chain, 50)).toBe(20);
-    expect(counter.prefixDepth(chain, 10)).toBe(10);
-    counter.remove(chain, 20);
-    expect(counter.prefixDepth(chain, 50)).toBe(0);
-    expect(counter.size).toBe(0);
+  it("finds common prefixes by binary search", () => {
+    const a = chain(1, 1, 50, 20), b = chain(1, 2, 30, 20);
+    expect(commonPrefix(a, 50, b, 30)).toBe(20);
+    expect(commonPrefix(a, 50, a, 10)).toBe(10);
+    expect(commonPrefix(a, 50, chain(2, 3, 50, 50), 50)).toBe(0);
   });
 });
+
+function keyList(keys: Uint32Array, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `${keys[2 * i]}:${keys[2 * i + 1]}`);
+}
 
 describe("active sequences through the router", () => {
   it("counts shared prompt blocks once per worker and frees exactly once", async () => {
