@@ -19,7 +19,9 @@ export type ErrorCode =
   | "KVGATE_ERR_SESSION_LIMIT"
   | "KVGATE_ERR_CANCELLED"
   | "KVGATE_ERR_DEADLINE_EXCEEDED"
-  | "KVGATE_ERR_TOKENIZER";
+  | "KVGATE_ERR_TOKENIZER"
+  | "KVGATE_ERR_UNKNOWN_MODEL"
+  | "KVGATE_ERR_ENGINE_BUSY";
 
 const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_BAD_ARGUMENT: 400,
@@ -43,6 +45,10 @@ const STATUS: Record<ErrorCode, number> = {
   // kvgate itself could not load or run a model's tokenizer or chat template; the request may still be
   // servable (the engine tokenizes on its own), so callers may fall back to approximate routing.
   KVGATE_ERR_TOKENIZER: 503,
+  // The request names a model this server does not serve (vLLM answers 404 too).
+  KVGATE_ERR_UNKNOWN_MODEL: 404,
+  // An operation that needs an idle engine (e.g. reset_prefix_cache) while requests are running.
+  KVGATE_ERR_ENGINE_BUSY: 409,
 };
 
 export class KvgateError extends Error {
