@@ -1,0 +1,92 @@
+/**
+ * @module Time for the simulated engine: a real clock for servers and a virtual one that tests and replays move by
+ * hand, so a whole run is a deterministic discrete-event simulation with no wall-clock dependence.
+ */
+
+export type CancelTimer = () => void;
+
+export interface SimClock {
+  /** Milliseconds since the Unix epoch (fractional allowed). KV-event batches carry `now() / 1000` as `ts`. */
+  now(): number;
+  /** Runs `fn` once, `delayMs` from now (0 = as soon as possible, never synchronously). */
+  setTimer(delayMs: number, fn: () => void): CancelTimer;
+}
+
+/** Wall time from `performance` (sub-millisecond, monotonic) anchored at the Unix epoch; timers from setTimeout. */
+export function realClock(): SimClock {
+  const origin = globalThis.performance.timeOrigin;
+  return {
+    now: () => origin + globalThis.performance.now(),
+    setTimer(delayMs, fn) {
+      const h = setTimeout(fn, Math.max(0, delayMs));
+      return () => clearTimeout(h);
+    },
+  };
+}
+
+interface Timer {
+  at: number;
+  order: number;
+  fn: () => void;
+  cancelled: boolean;
+}
+
+/** A clock that only moves when told; due timers fire in (time, creation) order, synchronously, inside `advance`. */
+export class VirtualClock implements SimClock {
+  #t: number;
+  #order = 0;
+  #timers: Timer[] = [];
+
+  /** `start` defaults to 2026-01-01T00:00:00Z so event timestamps look like real ones. */
+  constructor(start = 1_767_225_600_000) {
+    this.#t = start;
+  }
+
+  now(): number {
+    return this.#t;
+  }
+
+  setTimer(delayMs: number, fn: () => void): CancelTimer {
+    const timer: Timer = { at: this.#t + Math.max(0, delayMs), order: this.#order++, fn, cancelled: false };
+    this.#timers.push(timer);
+    return () => {
+      timer.cancelled = true;
+    };
+  }
+
+  /** Timers not yet fired or cancelled. */
+  get pending(): number {
+    return this.#timers.filter((t) => !t.cancelled).length;
+  }
+
+  #next(): Timer | undefined {
+    this.#timers = this.#timers.filter((t) => !t.cancelled);
+    let best: Timer | undefined;
+    for (const t of this.#timers) if (!best || t.at < best.at || (t.at === best.at && t.order < best.order)) best = t;
+    return best;
+  }
+
+  /** Moves time forward by `ms`, firing every timer that falls due on the way (including ones they set). */
+  advance(ms: number): void {
+    if (!(ms >= 0)) throw new RangeError(`cannot move a clock backwards (${ms} ms)`);
+    const end = this.#t + ms;
+    for (let t = this.#next(); t && t.at <= end; t = this.#next()) this.#fire(t);
+    this.#t = end;
+  }
+
+  /** Fires timers in order until none is left (or `maxTimers` fired, to catch runaway loops); returns how many fired. */
+  runUntilIdle(maxTimers = 10_000_000): number {
+    let n = 0;
+    for (let t = this.#next(); t; t = this.#next()) {
+      if (n++ >= maxTimers) throw new Error(`virtual clock still busy after ${maxTimers} timers`);
+      this.#fire(t);
+    }
+    return n;
+  }
+
+  #fire(t: Timer): void {
+    this.#timers.splice(this.#timers.indexOf(t), 1);
+    this.#t = Math.max(this.#t, t.at);
+    t.fn();
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * @module Serves one completion request on the simulated engine, streamed (SSE) or whole. A client that goes away
+ * (request signal aborted, or the response stream cancelled) aborts the engine request, which frees its KV blocks.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { SimEngine, SimHandle } from "./sim-engine.ts";
+import type { ParsedRequest } from "./openai-request.ts";
+import { fullResponse, roleChunk, SSE_DONE, sseData, textChunk, usage, usageChunk, type ResponseMeta, type Usage } from "./openai-response.ts";
+import { simDecode } from "./sim-tokenizer.ts";
+
+export interface GenerateInput {
+  engine: SimEngine;
+  req: ParsedRequest;
+  /** Engine request id (from `x-request-id` when the client sent one). */
+  requestId?: string;
+  signal: AbortSignal;
+}
+
+function metaFor(engine: SimEngine, req: ParsedRequest, id: string): ResponseMeta {
+  return { kind: req.kind, id: `${req.kind === "chat" ? "chatcmpl" : "cmpl"}-${id}`, created: Math.floor(engine.clock.now() / 1000), model: engine.options.model };
+}
+
+export async function generate({ engine, req, requestId, signal }: GenerateInput): Promise<Response> {
+  const maxTokens = req.maxTokens ?? engine.options.defaultMaxTokens;
+  engine.validate(req.prompt.length, maxTokens);
+  if (signal.aborted) throw new KvgateError("KVGATE_ERR_CANCELLED", "the client went away");
+  return req.stream ? stream(engine, req, maxTokens, requestId, signal) : whole(engine, req, maxTokens, requestId, signal);
+}
+
+async function whole(engine: SimEngine, req: ParsedRequest, maxTokens: number, requestId: string | undefined, signal: AbortSignal): Promise<Response> {
+  const handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens });
+  const onAbort = (): void => handle.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  const result = await handle.result;
+  signal.removeEventListener("abort", onAbort);
+  if (result.reason === "abort") {
+    throw new KvgateError(signal.aborted ? "KVGATE_ERR_CANCELLED" : "KVGATE_ERR_CAPACITY", signal.aborted ? "the client went away" : "the engine stopped before the request finished");
+  }
+  const meta = metaFor(engine, req, handle.id);
+  const u = usage(result.promptTokens, result.completionTokens, result.cachedTokens);
+  return Response.json(fullResponse(meta, simDecode(result.tokens), "length", u));
+}
+
+function stream(engine: SimEngine, req: ParsedRequest, maxTokens: number, requestId: string | undefined, signal: AbortSignal): Response {
+  let handle: SimHandle | undefined;
+  let open = true;
+  let cached = 0;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (bytes: Uint8Array): void => {
+        if (open) controller.enqueue(bytes);
+      };
+      const end = (): void => {
+        if (!open) return;
+        open = false;
+        controller.close();
+      };
+      let meta!: ResponseMeta;
+      const running = (completion: number): Usage | undefined => (req.continuousUsage ? usage(req.prompt.length, completion, cached) : undefined);
+      handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens }, {
+        onToken(token, index) {
+          if (index === 0) cached = handle!.cachedTokens;
+          send(sseData(textChunk(meta, simDecode([token]), index === maxTokens - 1 ? "length" : null, running(index + 1))));
+        },
+        onFinish(result) {
+          if (result.reason === "length") {
+            if (req.includeUsage) send(sseData(usageChunk(meta, usage(result.promptTokens, result.completionTokens, result.cachedTokens))));
+            send(SSE_DONE);
+          }
+          end();
+        },
+      });
+      meta = metaFor(engine, req, handle.id);
+      if (req.kind === "chat") send(sseData(roleChunk(meta, running(0))));
+    },
+    cancel() {
+      open = false;
+      handle?.abort();
+    },
+  });
+  signal.addEventListener("abort", () => {
+    open = false;
+    handle?.abort();
+  }, { once: true });
+  return new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
+}

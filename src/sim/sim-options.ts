@@ -1,0 +1,79 @@
+/** @module Options of a simulated engine, their defaults (vLLM's and the Dynamo mocker's where they apply) and validation. */
+import { KvgateError } from "../core/errors.ts";
+
+export interface SimEngineOptions {
+  /** Served model name (`/v1/models`, response `model`). Default "kvgate-sim". */
+  model?: string;
+  /** Worker id put on KV-event batches (`x-kvgate-worker`). Default "sim-0". */
+  workerId?: string;
+  /** Data-parallel rank this engine stands for (`data_parallel_rank` of each batch). Default 0. */
+  dpRank?: number;
+  /** KV blocks in the paged cache. Default 16,384 (the mocker's). */
+  numGpuBlocks?: number;
+  /** Tokens per KV block. Default 16 (vLLM's default and kvgate's default fleet). */
+  blockSize?: number;
+  /** Sequences running at once. Default 256. */
+  maxNumSeqs?: number;
+  /** Tokens computed per engine step, prefill chunks and decodes together. Default 8,192. */
+  maxNumBatchedTokens?: number;
+  /** Longest prompt + output, in tokens. Default 32,768. */
+  maxModelLen?: number;
+  /** Reuse cached blocks across requests (and publish KV events). Default true, as in vLLM V1. */
+  enablePrefixCaching?: boolean;
+  /** Split a long prefill over several steps. Default true. */
+  enableChunkedPrefill?: boolean;
+  /** Divides every step time (the mocker's speedup_ratio). Default 1. */
+  speedupRatio?: number;
+  /** Further divides decode time only. Default 1. */
+  decodeSpeedupRatio?: number;
+  /** Output length when a request gives no max_tokens. Default 32 (vLLM would use the rest of the context). */
+  defaultMaxTokens?: number;
+}
+
+export type ResolvedSimOptions = Required<SimEngineOptions>;
+
+export const SIM_DEFAULTS: ResolvedSimOptions = {
+  model: "kvgate-sim",
+  workerId: "sim-0",
+  dpRank: 0,
+  numGpuBlocks: 16_384,
+  blockSize: 16,
+  maxNumSeqs: 256,
+  maxNumBatchedTokens: 8_192,
+  maxModelLen: 32_768,
+  enablePrefixCaching: true,
+  enableChunkedPrefill: true,
+  speedupRatio: 1,
+  decodeSpeedupRatio: 1,
+  defaultMaxTokens: 32,
+};
+
+function int(name: string, v: number, min: number, max: number): void {
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${name} must be an integer in ${min}..${max}, got ${v}`);
+  }
+}
+
+export function resolveSimOptions(o: SimEngineOptions = {}): ResolvedSimOptions {
+  const defined = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  const r = { ...SIM_DEFAULTS, ...defined } as ResolvedSimOptions;
+  if (typeof r.model !== "string" || r.model.length === 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "model must be a non-empty string");
+  if (typeof r.workerId !== "string" || r.workerId.length === 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "workerId must be a non-empty string");
+  int("dpRank", r.dpRank, 0, 65_535);
+  int("numGpuBlocks", r.numGpuBlocks, 1, 1 << 24);
+  int("blockSize", r.blockSize, 1, 1 << 16);
+  int("maxNumSeqs", r.maxNumSeqs, 1, 1 << 20);
+  int("maxNumBatchedTokens", r.maxNumBatchedTokens, 1, 1 << 24);
+  int("maxModelLen", r.maxModelLen, 2, 1 << 24);
+  int("defaultMaxTokens", r.defaultMaxTokens, 1, 1 << 24);
+  for (const k of ["speedupRatio", "decodeSpeedupRatio"] as const) {
+    if (!(typeof r[k] === "number" && r[k] > 0 && Number.isFinite(r[k]))) {
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${k} must be a positive number, got ${r[k]}`);
+    }
+  }
+  // Without chunked prefill a prompt must fit one step's token budget, or it could never be scheduled.
+  if (!r.enableChunkedPrefill && r.maxNumBatchedTokens < r.maxModelLen) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "without chunked prefill, maxNumBatchedTokens must be at least maxModelLen");
+  }
+  return r;
+}
