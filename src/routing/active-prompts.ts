@@ -35,7 +35,10 @@ function compare(a: Uint32Array, na: number, b: Uint32Array, nb: number): number
 }
 
 export class ActivePrompts {
-  /** Prompts grouped by their first block's low word (prompts with different first blocks share nothing), each sorted. */
+  /**
+   * Prompts grouped by 30 bits of their first block's hash (prompts with different first blocks share nothing; a rare
+   * shared group is still exact, just longer), each group sorted. 30 bits keep the Map key a small integer in V8.
+   */
   readonly #groups = new Map<number, Prompt[]>();
   #distinct = 0;
   #count = 0;
@@ -52,8 +55,8 @@ export class ActivePrompts {
 
   add(keys: Uint32Array, n: number): void {
     if (n === 0) return;
-    let group = this.#groups.get(keys[0]!);
-    if (!group) this.#groups.set(keys[0]!, (group = []));
+    let group = this.#groups.get(groupOf(keys));
+    if (!group) this.#groups.set(groupOf(keys), (group = []));
     const at = lowerBound(group, keys, n);
     this.#distinct += n - neighbourPrefix(group, at, keys, n);
     group.splice(at, 0, { keys, n });
@@ -63,7 +66,7 @@ export class ActivePrompts {
   /** Removes one live prompt with these blocks; returns false if none is live. */
   remove(keys: Uint32Array, n: number): boolean {
     if (n === 0) return true;
-    const group = this.#groups.get(keys[0]!);
+    const group = this.#groups.get(groupOf(keys));
     if (!group) return false;
     const at = lowerBound(group, keys, n);
     const hit = group[at];
@@ -72,16 +75,20 @@ export class ActivePrompts {
     group.splice(at, 1);
     this.#distinct -= n - neighbourPrefix(group, at, keys, n);
     this.#count--;
-    if (group.length === 0) this.#groups.delete(keys[0]!);
+    if (group.length === 0) this.#groups.delete(groupOf(keys));
     return true;
   }
 
   /** Leading blocks of this prompt already held by some live prompt (its overlap with in-flight work). */
   sharedPrefix(keys: Uint32Array, n: number): number {
     if (n === 0) return 0;
-    const group = this.#groups.get(keys[0]!);
+    const group = this.#groups.get(groupOf(keys));
     return group ? neighbourPrefix(group, lowerBound(group, keys, n), keys, n) : 0;
   }
+}
+
+function groupOf(keys: Uint32Array): number {
+  return keys[0]! & 0x3fffffff;
 }
 
 /** First index whose prompt does not sort before (keys, n). */
