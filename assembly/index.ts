@@ -8,7 +8,7 @@ import { nodeInit, nodeBytes, liveNodes } from "./index/node-table";
 import { entryInit, ENTRY_BYTES } from "./index/entry-table";
 import { heapInit, heapLen } from "./index/ttl-heap";
 import {
-  indexInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt,
+  indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt,
   ttlCount, totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
@@ -64,14 +64,18 @@ export function init(
   scoreRegion = reserve(scoreBytes(maxSlots));
   result = reserve(16);
   mm = reserve(<usize>maxMm << 4);
+  // Longest Stored event: a whole batch of pairs, or an IO region's worth; the set keeps its load at or under 1/2.
+  const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
+  const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
   if (nodes == 0 || entryTable == 0 || arena == 0 || heap == 0 || headsR == 0 || sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
-      result == 0 || mm == 0 || mmScratch == 0) return E_NO_MEMORY;
+      result == 0 || mm == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
   nodeInit(nodes, tableCount, words, salt ^ 0x9E3779B97F4A7C15);
   entryInit(arena, <u32>capacity, entryTable, tableCount, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
   heapInit(heap, heapCap);
   indexInit(maxSlots, headsR, sizesR, openR, aliasR, counters);
+  dupInit(dupR, dupCount);
   setApprox(<u32>approxMax, pruneRatio);
   scoreInit(scoreRegion, maxSlots);
   slots = maxSlots;

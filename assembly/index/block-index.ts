@@ -60,6 +60,50 @@ export function slotOpen(slot: i32): i32 {
   return OK;
 }
 
+// Duplicate detection for long events: an open-addressing set stamped per call, so it is never cleared.
+let dupSet: usize = 0;
+let dupMask: u32 = 0;
+let dupStamp: u32 = 0;
+
+/** Gives the duplicate check a region of `count` (power of two) 16-byte records. */
+export function dupInit(base: usize, count: u32): void {
+  dupSet = base;
+  dupMask = count - 1;
+  dupStamp = 0;
+}
+
+function hasDuplicate(blocks: usize, n: i32, hasParent: bool, parent: u64): bool {
+  if (hasParent) for (let i = 0; i < n; i++) if (load<u64>(blocks + (<usize>i << 4)) == parent) return true;
+  // Short events (the common case: one engine step) are cheaper to check pairwise than to hash.
+  if (n <= 24 || <u32>n * 2 > dupMask + 1) {
+    for (let i = 1; i < n; i++) {
+      const h = load<u64>(blocks + (<usize>i << 4));
+      for (let j = 0; j < i; j++) if (load<u64>(blocks + (<usize>j << 4)) == h) return true;
+    }
+    return false;
+  }
+  dupStamp++;
+  if (dupStamp == 0) {
+    memory.fill(dupSet, 0, (<usize>dupMask + 1) << 4);
+    dupStamp = 1;
+  }
+  for (let i = 0; i < n; i++) {
+    const h = load<u64>(blocks + (<usize>i << 4));
+    let k = <u32>((h * 0x9E3779B97F4A7C15) >> 40) & dupMask;
+    while (true) {
+      const r = dupSet + (<usize>k << 4);
+      if (load<u32>(r, 8) != dupStamp) {
+        store<u64>(r, h);
+        store<u32>(r, dupStamp, 8);
+        break;
+      }
+      if (load<u64>(r) == h) return true;
+      k = (k + 1) & dupMask;
+    }
+  }
+  return false;
+}
+
 /** Attaches a fresh entry to its node; a second entry of one slot on one node becomes an alias. */
 function attach(id: u32, slot: i32, seq: u64): void {
   if (nodeSetBit(seq, slot)) {
@@ -134,12 +178,8 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
     prev = load<u64>(rec(<u32>p), E_SEQ);
     depth = load<u32>(rec(<u32>p), E_DEPTH) + 1;
   }
-  // A block naming its parent, or two blocks with one hash, is not a sequence (quadratic only in the event's length).
-  for (let i = 0; i < n; i++) {
-    const h = load<u64>(blocks + (<usize>i << 4));
-    if (hasParent && h == parent) { count(C_INVALID); return E_INVALID_SEQUENCE; }
-    for (let j = 0; j < i; j++) if (load<u64>(blocks + (<usize>j << 4)) == h) { count(C_INVALID); return E_INVALID_SEQUENCE; }
-  }
+  // A block naming its parent, or two blocks with one hash, is not a sequence.
+  if (hasDuplicate(blocks, n, hasParent, parent)) { count(C_INVALID); return E_INVALID_SEQUENCE; }
   if (freeEntries() < <u32>n) {
     evictFor(<u32>n);
     // Evicting may have dropped the parent or blocks this event refreshes, so room is judged on the index as it now is.

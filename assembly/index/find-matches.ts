@@ -1,6 +1,11 @@
 // Prefix matching: for each worker slot, how many leading blocks of a prompt it holds, by ANDing node masks down the chain.
 import { nodeFind, words } from "./node-table";
 
+// Probes issued before their masks are consumed: independent lookups let the CPU overlap cache misses.
+// @ts-ignore: decorator
+@inline const BATCH = 16;
+const probes: usize = memory.data(BATCH * 8, 16);
+
 /**
  * Walks the `n` sequence hashes at `seqs`; writes (slot u32, depth u32) pairs to `out` for every slot holding at
  * least the first block and returns the pair count. A slot's depth is the first position where it is missing.
@@ -11,6 +16,7 @@ export function findMatches(seqs: usize, n: i32, out: usize, active: usize): i32
   const first = nodeFind(load<u64>(seqs));
   if (first == 0) return 0;
   const w = words;
+  if (w == 1) return findSingleWord(seqs, n, out, load<u64>(first, 8));
   memory.copy(active, first + 8, <usize>w << 3);
   let written = 0;
   let depth = 1;
@@ -46,6 +52,41 @@ export function findMatches(seqs: usize, n: i32, out: usize, active: usize): i32
       store<u32>(o, depth, 4);
       written++;
     }
+  }
+  return written;
+}
+
+/** Up to 64 slots: the active mask lives in a local, and masks are fetched BATCH probes at a time. */
+function findSingleWord(seqs: usize, n: i32, out: usize, mask: u64): i32 {
+  let a = mask;
+  let written = 0;
+  let depth = 1;
+  while (depth < n) {
+    const m = min(BATCH, n - depth);
+    for (let j = 0; j < m; j++) {
+      const r = nodeFind(load<u64>(seqs + (<usize>(depth + j) << 3)));
+      store<u64>(probes + (<usize>j << 3), r == 0 ? 0 : load<u64>(r, 8));
+    }
+    for (let j = 0; j < m; j++, depth++) {
+      const kept = a & load<u64>(probes + (<usize>j << 3));
+      let gone = a & ~kept;
+      while (gone != 0) {
+        const o = out + (<usize>written << 3);
+        store<u32>(o, <u32>ctz<u64>(gone));
+        store<u32>(o, depth, 4);
+        written++;
+        gone &= gone - 1;
+      }
+      a = kept;
+      if (a == 0) return written;
+    }
+  }
+  while (a != 0) {
+    const o = out + (<usize>written << 3);
+    store<u32>(o, <u32>ctz<u64>(a));
+    store<u32>(o, depth, 4);
+    written++;
+    a &= a - 1;
   }
   return written;
 }

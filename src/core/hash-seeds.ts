@@ -17,6 +17,7 @@ export interface HashOptions {
 }
 
 const MAX_CACHED = 1024;
+const BASE_PARTS = [Number(BASE_SEED), 0] as const;
 const encoder = new TextEncoder();
 
 /**
@@ -25,8 +26,23 @@ const encoder = new TextEncoder();
  */
 export class HashSeeds {
   readonly #cache = new Map<string, bigint>();
+  readonly #parts = new Map<string, readonly [number, number]>();
 
   constructor(private readonly xxh3: (bytes: Uint8Array, seed: bigint) => bigint) {}
+
+  /** The seed as (low, high) signed 32-bit halves, the form the core takes; cached so the hot path does no BigInt work. */
+  parts(lora?: string, namespace?: string): readonly [number, number] {
+    if (!lora && !namespace) return BASE_PARTS;
+    const key = `${lora ?? ""}\u0000${namespace ?? ""}`;
+    let p = this.#parts.get(key);
+    if (!p) {
+      const s = this.seed(lora, namespace);
+      p = [Number(s & 0xffffffffn) | 0, Number(s >> 32n) | 0];
+      if (this.#parts.size >= MAX_CACHED) this.#parts.clear();
+      this.#parts.set(key, p);
+    }
+    return p;
+  }
 
   seed(lora?: string, namespace?: string): bigint {
     if (!lora && !namespace) return BASE_SEED;

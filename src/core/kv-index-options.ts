@@ -90,6 +90,7 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
   const heap = Math.min(r.capacity, r.approxMaxBlocks + 1) + 64;
   const fixed = table * (8 + 8 * words) + table * 16 + r.capacity * 48 + heap * 32 + r.maxSlots * 32 + words * 8 +
     r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
+  const dup = pow2AtLeast(Math.max(r.eventBytes >> 4, r.eventBlocks) * 2) * 16;
   const prompt = (t: number): number => t * 4 + t * 16;
-  return fixed + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + (1 << 20);
+  return fixed + dup + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + (1 << 20);
 }

@@ -146,8 +146,8 @@ export class KvIndex {
 
   #hashCall(c: CoreExports, tokens: ArrayLike<number>, opts: HashOptions, fn: "hash_prompt" | "route"): number {
     const nMm = this.#loadPrompt(c, tokens, opts);
-    const seed = this.#seeds.seed(opts.lora, opts.namespace);
-    const r = c[fn](tokens.length, opts.blockSize, Number(seed & 0xffffffffn) | 0, Number(seed >> 32n) | 0, opts.eagle ? 1 : 0, nMm);
+    const [lo, hi] = this.#seeds.parts(opts.lora, opts.namespace);
+    const r = c[fn](tokens.length, opts.blockSize, lo, hi, opts.eagle ? 1 : 0, nMm);
     if (r < 0) throw statusError(r, fn);
     return r;
   }

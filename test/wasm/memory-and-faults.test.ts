@@ -117,6 +117,25 @@ describe("bad input", () => {
     expect(idx.findMatches(tokens, { blockSize: 16 }).matches).toEqual([]);
   });
 
+  it("should reject a long Stored event with one repeated hash and accept it without the repeat", async () => {
+    const idx = await mk({ capacity: 10_000 });
+    const rnd = seededRandom(12);
+    const blocks = Array.from({ length: 3000 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+    const dup = [...blocks];
+    dup[2999] = { ...dup[2999]!, hash: dup[17]!.hash };
+    expect(idx.stored("w", 0, null, dup)).toBe("invalid_sequence");
+    expect(idx.treeSize("w", 0)).toBe(0);
+    const slot = idx.slotFor("w", 0);
+    const w = new EventBatchWriter();
+    w.stored(slot, null, dup.map((b) => b.hash), dup.map((b) => b.local));
+    expect(idx.applyBatch(w.bytes())).toEqual({ records: 1 });
+    expect(idx.counters().invalid).toBe(2);
+    expect(idx.stored("w", 0, null, blocks)).toBe("applied");
+    expect(idx.treeSize("w", 0)).toBe(3000);
+    // Repeating the check many times reuses the stamped set without clearing it.
+    for (let k = 0; k < 50; k++) expect(idx.stored("w", 0, blocks[2999]!.hash, [{ hash: rnd.u64(), local: rnd.u64() }, ...blocks.slice(0, 30)])).toBe("applied");
+  });
+
   it("should count events for a closed slot without touching the index", async () => {
     const idx = await mk();
     const w = new EventBatchWriter();
