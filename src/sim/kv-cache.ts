@@ -205,6 +205,11 @@ export class KvCache {
     return out;
   }
 
+  /** Events produced but not yet drained (the engine publishes them when the running step ends). */
+  peekEvents(): readonly KvCacheEvent[] {
+    return this.#events;
+  }
+
   /** Every sequence hash in the prefix cache. */
   cachedHashes(): Set<bigint> {
     return new Set(this.#byHash.keys());

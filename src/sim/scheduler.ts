@@ -70,6 +70,7 @@ export class Scheduler {
     for (let i = 0; i < this.running.length && budget > 0; i++) {
       const seq = this.running[i]!;
       const pending = seq.pending;
+      if (pending === 0) continue; // scheduled in a step not yet sampled (only when driven by hand)
       if (pending > budget && !this.options.enableChunkedPrefill) continue;
       const n = Math.min(pending, budget);
       const need = this.#blocksFor(seq.numComputed + n) - seq.blockIds.length;

@@ -9,6 +9,7 @@ import type { ChatRequestBody, CompletionRequestBody } from "../tokenize/types.t
 import { parseRequest, type EndpointKind } from "./openai-request.ts";
 import type { SimEngine } from "./sim-engine.ts";
 import { generate } from "./sim-generate.ts";
+import { unixSeconds } from "./sim-clock.ts";
 import { simChatTokens, simCompletionTokens, simDecode } from "./sim-tokenizer.ts";
 
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
@@ -52,7 +53,7 @@ export function createSimApp(engine: SimEngine): Hono {
     const o = engine.options;
     return Response.json({
       object: "list",
-      data: [{ id: o.model, object: "model", created: Math.floor(engine.clock.now() / 1000), owned_by: "vllm", root: o.model, parent: null, max_model_len: o.maxModelLen, permission: [] }],
+      data: [{ id: o.model, object: "model", created: Math.floor(unixSeconds(engine.clock)), owned_by: "vllm", root: o.model, parent: null, max_model_len: o.maxModelLen, permission: [] }],
     });
   });
 

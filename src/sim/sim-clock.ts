@@ -6,17 +6,27 @@
 export type CancelTimer = () => void;
 
 export interface SimClock {
-  /** Milliseconds since the Unix epoch (fractional allowed). KV-event batches carry `now() / 1000` as `ts`. */
+  /**
+   * Monotonic milliseconds since the clock's origin (fractional). Kept small rather than epoch-based so that
+   * sub-microsecond step times survive float64 arithmetic.
+   */
   now(): number;
+  /** Unix time in ms at `now() === 0`; KV-event `ts` and response `created` are derived from it. */
+  readonly epochMs: number;
   /** Runs `fn` once, `delayMs` from now (0 = as soon as possible, never synchronously). */
   setTimer(delayMs: number, fn: () => void): CancelTimer;
 }
 
-/** Wall time from `performance` (sub-millisecond, monotonic) anchored at the Unix epoch; timers from setTimeout. */
+/** Unix seconds (fractional) at clock time `t`. */
+export function unixSeconds(clock: SimClock, t = clock.now()): number {
+  return (clock.epochMs + t) / 1000;
+}
+
+/** Wall time from `performance` (sub-millisecond, monotonic); timers from setTimeout. */
 export function realClock(): SimClock {
-  const origin = globalThis.performance.timeOrigin;
   return {
-    now: () => origin + globalThis.performance.now(),
+    epochMs: globalThis.performance.timeOrigin,
+    now: () => globalThis.performance.now(),
     setTimer(delayMs, fn) {
       const h = setTimeout(fn, Math.max(0, delayMs));
       return () => clearTimeout(h);
@@ -33,14 +43,12 @@ interface Timer {
 
 /** A clock that only moves when told; due timers fire in (time, creation) order, synchronously, inside `advance`. */
 export class VirtualClock implements SimClock {
-  #t: number;
+  #t = 0;
   #order = 0;
   #timers: Timer[] = [];
 
-  /** `start` defaults to 2026-01-01T00:00:00Z so event timestamps look like real ones. */
-  constructor(start = 1_767_225_600_000) {
-    this.#t = start;
-  }
+  /** Time starts at 0; `epochMs` defaults to 2026-01-01T00:00:00Z so event timestamps look like real ones. */
+  constructor(readonly epochMs = 1_767_225_600_000) {}
 
   now(): number {
     return this.#t;

@@ -11,7 +11,7 @@ import { KvCache } from "./kv-cache.ts";
 import type { KvEventSink } from "./kv-event-sink.ts";
 import { stepMs } from "./perf-model.ts";
 import { Scheduler, type StepPlan } from "./scheduler.ts";
-import { realClock, type CancelTimer, type SimClock } from "./sim-clock.ts";
+import { realClock, unixSeconds, type CancelTimer, type SimClock } from "./sim-clock.ts";
 import { SimMetrics } from "./sim-metrics.ts";
 import { resolveSimOptions, type ResolvedSimOptions, type SimEngineOptions } from "./sim-options.ts";
 import { SimSequence } from "./sim-sequence.ts";
@@ -241,7 +241,8 @@ export class SimEngine {
   #publish(atMs: number): void {
     const events = this.cache.drainEvents();
     if (events.length === 0) return;
-    for (const sink of this.sinks) safely(() => sink.publish(events, atMs / 1000));
+    const ts = unixSeconds(this.clock, atMs);
+    for (const sink of this.sinks) safely(() => sink.publish(events, ts));
   }
 
   /** Prometheus text (vLLM names). */

@@ -7,6 +7,7 @@ import type { SimEngine, SimHandle } from "./sim-engine.ts";
 import type { ParsedRequest } from "./openai-request.ts";
 import { fullResponse, roleChunk, SSE_DONE, sseData, textChunk, usage, usageChunk, type ResponseMeta, type Usage } from "./openai-response.ts";
 import { simDecode } from "./sim-tokenizer.ts";
+import { unixSeconds } from "./sim-clock.ts";
 
 export interface GenerateInput {
   engine: SimEngine;
@@ -17,7 +18,7 @@ export interface GenerateInput {
 }
 
 function metaFor(engine: SimEngine, req: ParsedRequest, id: string): ResponseMeta {
-  return { kind: req.kind, id: `${req.kind === "chat" ? "chatcmpl" : "cmpl"}-${id}`, created: Math.floor(engine.clock.now() / 1000), model: engine.options.model };
+  return { kind: req.kind, id: `${req.kind === "chat" ? "chatcmpl" : "cmpl"}-${id}`, created: Math.floor(unixSeconds(engine.clock)), model: engine.options.model };
 }
 
 export async function generate({ engine, req, requestId, signal }: GenerateInput): Promise<Response> {
