@@ -12,6 +12,7 @@ import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
 import type { RouterConfig } from "./router-config.ts";
 import type { FreeReason, RouteRequest, RouteSignals } from "./routing-types.ts";
+import { routeSignals } from "./route-signals.ts";
 import { Selector, type Selection } from "./selector.ts";
 import { SessionAffinity, type AffinityTarget } from "./session-affinity.ts";
 import { WorkerRegistry, type RankState } from "./worker-registry.ts";
@@ -261,16 +262,9 @@ export class RoutingCore {
   }
 
   signals(p: Pending, sel: Selection, via: RouteSignals["via"]): RouteSignals {
-    const w = sel.rank.worker;
-    return {
-      requestId: p.req.requestId, worker: w.id, dpRank: sel.rank.dpRank, endpoint: w.endpoint,
-      overlapBlocks: sel.overlapBlocks, bestOverlapBlocks: sel.bestOverlapBlocks, promptBlocks: sel.promptBlocks,
-      requestTokens: sel.isl, cachedTokens: sel.cachedTokens,
-      predictedHitRate: sel.promptBlocks > 0 ? sel.overlapBlocks / sel.promptBlocks : 0,
-      potentialPrefillTokens: sel.potentialPrefillTokens, potentialDecodeBlocks: sel.potentialDecodeBlocks,
-      totalKvBlocks: w.totalKvBlocks, cost: sel.cost, via, queueDepth: this.queue.depth,
-      timings: { hashMatchMs: sel.hashMatchMs, scheduleMs: this.fine() - sel.matchedAt, queueMs: this.now() - p.startedAt },
-    };
+    return routeSignals(p.req.requestId, sel, via, this.queue.depth, {
+      hashMatchMs: sel.hashMatchMs, scheduleMs: this.fine() - sel.matchedAt, queueMs: this.now() - p.startedAt,
+    });
   }
 
   /** Runs `fn` with queue draining postponed to its end, so a batch of frees (removal, expiry) drains once. */
