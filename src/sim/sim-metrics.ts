@@ -51,6 +51,9 @@ export class SimMetrics {
     this.#itl = r.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS);
     this.#e2e = r.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", E2E_BUCKETS);
     this.#iteration = r.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS);
+    // Series exist from the start at 0, as vLLM pre-creates its labelled counters.
+    for (const c of [this.#queries, this.#hits, this.#preemptions, this.#promptTokens, this.#generationTokens]) c.inc(this.labels, 0);
+    for (const reason of ["stop", "length", "abort"]) this.#success.inc({ ...this.labels, finished_reason: reason }, 0);
   }
 
   admitted(queriedTokens: number, hitTokens: number): void {
