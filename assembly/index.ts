@@ -5,11 +5,12 @@ import { setBudget, reserve, used } from "./memory";
 import { xxh3 } from "./hash/xxh3";
 import { hashPrompt, MAX_BLOCK_SIZE } from "./hash/prompt";
 import { nodeInit, nodeBytes, liveNodes } from "./index/node-table";
-import { entryInit, ENTRY_BYTES } from "./index/entry-table";
+import { entryInit, RECORD_BYTES } from "./index/entry-table";
+import { ttlInit, ttlCount } from "./index/ttl-store";
 import { heapInit, heapLen } from "./index/ttl-heap";
 import {
   indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt,
-  ttlCount, totalEntries, sizes,
+  totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
@@ -46,15 +47,16 @@ export function init(
   const words = (maxSlots + 63) >> 6;
   const cap = <u64>capacity;
   const tableCount = pow2AtLeast((cap * 4 + 2) / 3);
-  // Pruning runs as soon as the TTL population passes approxMax, so live timers never exceed approxMax + 1.
+  // Pruning runs as soon as the TTL population passes approxMax, so live timers never exceed approxMax + 1;
+  // timers and heap items share that bound.
   const heapCap = <u32>min<u64>(cap, <u64>approxMax + 1) + 64;
   const salt = (<u64><u32>saltHi << 32) | <u64><u32>saltLo;
   const nodes = reserve(nodeBytes(tableCount, words));
-  const entryTable = reserve(<usize>tableCount << 4);
-  const arena = reserve(<usize>cap * ENTRY_BYTES);
+  const entryTable = reserve(<usize>tableCount * RECORD_BYTES);
+  const timers = reserve(<usize>heapCap << 5);
   const heap = reserve(<usize>heapCap << 5);
   const perSlot = <usize>maxSlots << 2;
-  const headsR = reserve(perSlot), sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);
+  const sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);
   counters = reserve(<usize>COUNTERS << 2);
   out = reserve(<usize>maxSlots << 3);
   active = reserve(<usize>words << 3);
@@ -68,13 +70,14 @@ export function init(
   const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
   const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
-  if (nodes == 0 || entryTable == 0 || arena == 0 || heap == 0 || headsR == 0 || sizesR == 0 || aliasR == 0 ||
+  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
       result == 0 || mm == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
   nodeInit(nodes, tableCount, words, salt ^ 0x9E3779B97F4A7C15);
-  entryInit(arena, <u32>capacity, entryTable, tableCount, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
+  entryInit(entryTable, tableCount, <u32>capacity, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
+  ttlInit(timers, heapCap);
   heapInit(heap, heapCap);
-  indexInit(maxSlots, headsR, sizesR, openR, aliasR, counters);
+  indexInit(maxSlots, sizesR, openR, aliasR, counters);
   dupInit(dupR, dupCount);
   setApprox(<u32>approxMax, pruneRatio);
   scoreInit(scoreRegion, maxSlots);

@@ -4,9 +4,10 @@ import { xxh3Pair } from "../hash/xxh3";
 import { CHAIN_SEED } from "../hash/prompt";
 import { nodeSetBit, nodeClearBit } from "./node-table";
 import {
-  entryFind, entryCreate, entryFree, rec, freeEntries, liveEntries,
-  E_SEQ, E_EXPIRY, E_DEPTH, E_GEN, E_FLAGS, E_NEXT, E_SLOT, F_ALIAS,
+  entryFind, entryInsert, entryDeleteAt, freeEntries, liveEntries, recAt, tableCount, isLive,
+  R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
+import { ttlAlloc, ttlFree, ttlRefresh, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
 import { heapPush, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
 import {
   OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
@@ -14,23 +15,19 @@ import {
 } from "../abi";
 
 export let maxSlots: i32 = 0;
-export let heads: usize = 0; // u32 per slot: first entry id + 1
 export let sizes: usize = 0; // u32 per slot: entries held (tree size, the tie-breaker)
 let open: usize = 0; // u8 per slot
 let aliases: usize = 0; // u32 per slot: alias entries alive
 export let counters: usize = 0;
-export let ttlCount: u32 = 0;
 export let approxMax: u32 = 1 << 20;
 export let pruneRatio: f64 = 0.8;
 
-export function indexInit(slots: i32, headsBase: usize, sizesBase: usize, openBase: usize, aliasBase: usize, countersBase: usize): void {
+export function indexInit(slots: i32, sizesBase: usize, openBase: usize, aliasBase: usize, countersBase: usize): void {
   maxSlots = slots;
-  heads = headsBase;
   sizes = sizesBase;
   open = openBase;
   aliases = aliasBase;
   counters = countersBase;
-  ttlCount = 0;
 }
 
 export function setApprox(max: u32, ratio: f64): void {
@@ -104,64 +101,63 @@ function hasDuplicate(blocks: usize, n: i32, hasParent: bool, parent: u64): bool
   return false;
 }
 
-/** Attaches a fresh entry to its node; a second entry of one slot on one node becomes an alias. */
-function attach(id: u32, slot: i32, seq: u64): void {
+/** Attaches a new record to its node; a second entry of one slot on one node becomes an alias. */
+function attach(r: usize, slot: i32, seq: u64): void {
   if (nodeSetBit(seq, slot)) {
-    const r = rec(id);
-    store<u32>(r, load<u32>(r, E_FLAGS) | F_ALIAS, E_FLAGS);
+    store<u32>(r, load<u32>(r, R_FLAGS) | F_ALIAS, R_FLAGS);
     bump(aliases, slot, 1);
   }
 }
 
-/** Detaches and frees entry `id`. When an owner leaves while aliases of its slot exist, an alias on the same node takes over. */
-function drop(id: u32): void {
-  const r = rec(id);
-  const slot = load<i32>(r, E_SLOT);
-  const seq = load<u64>(r, E_SEQ);
-  const flags = load<u32>(r, E_FLAGS);
-  if (load<f64>(r, E_EXPIRY) > 0) ttlCount--;
-  if ((flags & F_ALIAS) != 0) {
-    bump(aliases, slot, -1);
-  } else if (!promoteAlias(slot, seq, id)) {
-    nodeClearBit(seq, slot);
-  }
+/** Detaches and deletes the record at `r`. When an owner leaves while aliases of its slot exist, an alias on the same node takes over. */
+function drop(r: usize): void {
+  const slot = load<i32>(r, R_SLOT);
+  const seq = load<u64>(r, R_SEQ);
+  const ttl = load<u32>(r, R_TTL);
+  if (ttl != 0) ttlFree(ttl - 1);
+  const alias = (load<u32>(r, R_FLAGS) & F_ALIAS) != 0;
   bump(sizes, slot, -1);
-  entryFree(id, heads);
+  entryDeleteAt(r);
+  if (alias) bump(aliases, slot, -1);
+  else if (!promoteAlias(slot, seq)) nodeClearBit(seq, slot);
 }
 
-function promoteAlias(slot: i32, seq: u64, except: u32): bool {
+/** Rare path (an engine naming one prefix twice): scans the table for an alias to hand the slot bit to. */
+function promoteAlias(slot: i32, seq: u64): bool {
   if (load<i32>(aliases + (<usize>slot << 2)) == 0) return false;
-  let cur = load<u32>(heads + (<usize>slot << 2));
-  while (cur != 0) {
-    const id = cur - 1;
-    const r = rec(id);
-    if (id != except && (load<u32>(r, E_FLAGS) & F_ALIAS) != 0 && load<u64>(r, E_SEQ) == seq) {
-      store<u32>(r, load<u32>(r, E_FLAGS) & ~F_ALIAS, E_FLAGS);
+  const n = tableCount();
+  for (let i: u64 = 0; i < n; i++) {
+    const r = recAt(i);
+    const f = load<u32>(r, R_FLAGS);
+    if (isLive(r) && (f & F_ALIAS) != 0 && load<i32>(r, R_SLOT) == slot && load<u64>(r, R_SEQ) == seq) {
+      store<u32>(r, f & ~F_ALIAS, R_FLAGS);
       bump(aliases, slot, -1);
       return true;
     }
-    cur = load<u32>(r, E_NEXT);
   }
   return false;
 }
 
-function create(slot: i32, hash: u64, seq: u64, depth: u32): i32 {
-  const id = entryCreate(slot, hash, seq, depth, heads);
-  if (id < 0) return id;
+function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
+  const r = entryInsert(slot, hash, seq, depth);
   bump(sizes, slot, 1);
-  attach(<u32>id, slot, seq);
-  return id;
+  attach(r, slot, seq);
+  return r;
 }
 
-/** Evicts approximate entries, earliest expiry first (deepest first on ties), until `need` entries are free. */
+/** Drops the entry behind the earliest timer (deepest first on ties); false when no timer is left. */
+function dropOldest(): bool {
+  const id = heapPeekLive();
+  if (id < 0) return false;
+  heapPop();
+  const t = ttlRec(<u32>id);
+  drop(entryFind(load<i32>(t, T_SLOT), load<u64>(t, T_HASH)));
+  return true;
+}
+
+/** Evicts approximate entries until `need` entries are free. */
 function evictFor(need: u32): void {
-  while (freeEntries() < need) {
-    const id = heapPeekLive();
-    if (id < 0) return;
-    heapPop();
-    drop(<u32>id);
-    count(C_EVICTED);
-  }
+  while (freeEntries() < need && dropOldest()) count(C_EVICTED);
 }
 
 /**
@@ -174,18 +170,18 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
   let depth: u32 = 0;
   if (hasParent) {
     const p = entryFind(slot, parent);
-    if (p < 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
-    prev = load<u64>(rec(<u32>p), E_SEQ);
-    depth = load<u32>(rec(<u32>p), E_DEPTH) + 1;
+    if (p == 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
+    prev = load<u64>(p, R_SEQ);
+    depth = load<u32>(p, R_DEPTH) + 1;
   }
   // A block naming its parent, or two blocks with one hash, is not a sequence.
   if (hasDuplicate(blocks, n, hasParent, parent)) { count(C_INVALID); return E_INVALID_SEQUENCE; }
   if (freeEntries() < <u32>n) {
     evictFor(<u32>n);
     // Evicting may have dropped the parent or blocks this event refreshes, so room is judged on the index as it now is.
-    if (hasParent && entryFind(slot, parent) < 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
+    if (hasParent && entryFind(slot, parent) == 0) { count(C_PARENT_MISSING); return E_PARENT_NOT_FOUND; }
     let missing: u32 = 0;
-    for (let i = 0; i < n; i++) if (entryFind(slot, load<u64>(blocks + (<usize>i << 4))) < 0) missing++;
+    for (let i = 0; i < n; i++) if (entryFind(slot, load<u64>(blocks + (<usize>i << 4))) == 0) missing++;
     if (freeEntries() < missing) { count(C_CAPACITY); return E_CAPACITY; }
   }
   for (let i = 0; i < n; i++) {
@@ -195,20 +191,19 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
     const seq = !hasParent && i == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
     prev = seq;
     const d = depth + <u32>i;
-    const e = entryFind(slot, hash);
-    if (e >= 0) {
-      const r = rec(<u32>e);
-      if (load<u64>(r, E_SEQ) == seq) {
-        if (load<f64>(r, E_EXPIRY) > 0) {
+    const r = entryFind(slot, hash);
+    if (r != 0) {
+      if (load<u64>(r, R_SEQ) == seq) {
+        const ttl = load<u32>(r, R_TTL);
+        if (ttl != 0) {
           // An engine event confirms a predicted block: it is no longer subject to TTL.
-          store<f64>(r, 0, E_EXPIRY);
-          store<u32>(r, load<u32>(r, E_GEN) + 1, E_GEN);
-          ttlCount--;
+          ttlFree(ttl - 1);
+          store<u32>(r, 0, R_TTL);
         }
-        store<u32>(r, d, E_DEPTH);
+        store<u32>(r, d, R_DEPTH);
         continue;
       }
-      drop(<u32>e);
+      drop(r);
     }
     create(slot, hash, seq, d);
   }
@@ -221,23 +216,28 @@ export function removeBlocks(slot: i32, hashes: usize, n: i32): i32 {
   if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
   let unknown: u32 = 0;
   for (let i = 0; i < n; i++) {
-    const e = entryFind(slot, load<u64>(hashes + (<usize>i << 3)));
-    if (e < 0) unknown++;
-    else drop(<u32>e);
+    const r = entryFind(slot, load<u64>(hashes + (<usize>i << 3)));
+    if (r == 0) unknown++;
+    else drop(r);
   }
   if (unknown > 0) count(C_UNKNOWN_REMOVED, unknown);
   count(C_APPLIED);
   return <i32>unknown;
 }
 
-/** Cleared: every block of one slot; the slot stays open. */
+/**
+ * Cleared: every block of one slot; the slot stays open. Scans the table (Cleared and worker removal are rare,
+ * and no per-slot list has to be kept up to date on the hot path). A delete can shift a later record into the
+ * current position, so a position is examined again after each delete.
+ */
 export function clearSlot(slot: i32): i32 {
   if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
-  let cur = load<u32>(heads + (<usize>slot << 2));
-  while (cur != 0) {
-    const next = load<u32>(rec(cur - 1), E_NEXT);
-    drop(cur - 1);
-    cur = next;
+  const n = tableCount();
+  let i: u64 = 0;
+  while (i < n && load<u32>(sizes + (<usize>slot << 2)) > 0) {
+    const r = recAt(i);
+    if (isLive(r) && load<i32>(r, R_SLOT) == slot) drop(r);
+    else i++;
   }
   count(C_APPLIED);
   return OK;
@@ -253,13 +253,7 @@ export function slotClose(slot: i32): i32 {
 /** Drops every approximate entry whose expiry is at or before `now`; returns how many. */
 export function expire(now: f64): i32 {
   let n = 0;
-  while (true) {
-    const id = heapPeekLive();
-    if (id < 0 || heapTopExpiry() > now) break;
-    heapPop();
-    drop(<u32>id);
-    n++;
-  }
+  while (heapPeekLive() >= 0 && heapTopExpiry() <= now && dropOldest()) n++;
   if (n > 0) count(C_EXPIRED, <u32>n);
   return n;
 }
@@ -268,13 +262,7 @@ function prune(): void {
   if (ttlCount <= approxMax) return;
   const target = <u32>Math.floor(<f64>approxMax * pruneRatio);
   let n: u32 = 0;
-  while (ttlCount > target) {
-    const id = heapPeekLive();
-    if (id < 0) break;
-    heapPop();
-    drop(<u32>id);
-    n++;
-  }
+  while (ttlCount > target && dropOldest()) n++;
   count(C_PRUNED, n);
 }
 
@@ -289,26 +277,28 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
   let done = 0;
   for (let i = 0; i < n; i++) {
     const seq = load<u64>(seqs + (<usize>i << 3));
-    let e = entryFind(slot, seq);
-    if (e >= 0 && load<u64>(rec(<u32>e), E_SEQ) != seq) {
-      drop(<u32>e);
-      e = -1;
+    let r = entryFind(slot, seq);
+    if (r != 0 && load<u64>(r, R_SEQ) != seq) {
+      drop(r);
+      r = 0;
     }
-    if (e >= 0) {
-      const r = rec(<u32>e);
-      if (load<f64>(r, E_EXPIRY) == 0) { done++; continue; }
-      store<f64>(r, until, E_EXPIRY);
-      store<u32>(r, <u32>i, E_DEPTH);
-      store<u32>(r, load<u32>(r, E_GEN) + 1, E_GEN);
-      heapPush(<u32>e);
+    if (r != 0) {
+      const t = load<u32>(r, R_TTL);
+      if (t != 0) {
+        store<u32>(r, <u32>i, R_DEPTH);
+        ttlRefresh(t - 1, <u32>i, until);
+        heapPush(t - 1);
+      }
       done++;
       continue;
     }
     if (freeEntries() == 0) evictFor(1);
     if (freeEntries() == 0) { count(C_CAPACITY); break; }
-    const id = create(slot, seq, seq, <u32>i);
-    store<f64>(rec(<u32>id), until, E_EXPIRY);
-    ttlCount++;
+    const id = ttlAlloc(slot, seq, <u32>i, until);
+    // Timers are sized to approxMax + 1 and pruning keeps them there; running out is a bug, so trap and rebuild.
+    if (id < 0) unreachable();
+    const e = create(slot, seq, seq, <u32>i);
+    store<u32>(e, <u32>id + 1, R_TTL);
     heapPush(<u32>id);
     done++;
     prune();

@@ -1,60 +1,50 @@
-// Entries: what each worker slot holds, keyed by (slot, engine block hash), with stable ids, per-slot lists and TTLs.
-// Record layout in the arena (48 bytes) — see the E_* offsets; the lookup table maps (slot, hash) to id + 1.
+// Entries: what each worker slot holds, one open-addressing record per (slot, engine block hash) carrying its prefix,
+// so an event touches this table and the node table and nothing else. Record addresses move on deletion (backward
+// shift): callers never keep one across a delete.
 
+// Record (32 bytes): hash u64 | seq u64 | slot u32 | flags u32 | depth u32 | ttl id + 1 u32 (0: no TTL)
 // @ts-ignore: decorator
-@inline export const E_HASH: usize = 0;
+@inline export const R_HASH: usize = 0;
 // @ts-ignore: decorator
-@inline export const E_SEQ: usize = 8;
+@inline export const R_SEQ: usize = 8;
 // @ts-ignore: decorator
-@inline export const E_EXPIRY: usize = 16;
+@inline export const R_SLOT: usize = 16;
 // @ts-ignore: decorator
-@inline export const E_SLOT: usize = 24;
+@inline export const R_FLAGS: usize = 20;
 // @ts-ignore: decorator
-@inline export const E_PREV: usize = 28;
+@inline export const R_DEPTH: usize = 24;
 // @ts-ignore: decorator
-@inline export const E_NEXT: usize = 32;
+@inline export const R_TTL: usize = 28;
 // @ts-ignore: decorator
-@inline export const E_DEPTH: usize = 36;
-// @ts-ignore: decorator
-@inline export const E_GEN: usize = 40;
-// @ts-ignore: decorator
-@inline export const E_FLAGS: usize = 44;
-// @ts-ignore: decorator
-@inline export const ENTRY_BYTES: usize = 48;
+@inline export const RECORD_BYTES: usize = 32;
 
+/** Occupied record. */
 export const F_LIVE: u32 = 1;
 /** The entry points at a node whose slot bit another entry of the same slot owns (two engine hashes, one prefix). */
 export const F_ALIAS: u32 = 2;
-
-let arena: usize = 0;
-let capacity: u32 = 0;
-let highWater: u32 = 0;
-let freeHead: u32 = 0; // id + 1
-export let liveEntries: u32 = 0;
 
 let table: usize = 0;
 let tMask: u64 = 0;
 let tShift: u64 = 0;
 let tSalt: u64 = 0;
+let capacity: u32 = 0;
+export let liveEntries: u32 = 0;
 
-export function entryInit(arenaBase: usize, cap: u32, tableBase: usize, tableCount: u64, saltOdd: u64): void {
-  arena = arenaBase;
-  capacity = cap;
-  highWater = 0;
-  freeHead = 0;
-  liveEntries = 0;
-  table = tableBase;
-  tMask = tableCount - 1;
-  tShift = 64 - <u64>ctz<u64>(tableCount);
+export function entryInit(base: usize, count: u64, cap: u32, saltOdd: u64): void {
+  table = base;
+  tMask = count - 1;
+  tShift = 64 - <u64>ctz<u64>(count);
   tSalt = saltOdd | 1;
+  capacity = cap;
+  liveEntries = 0;
 }
 
 export function entryCapacity(): u32 { return capacity; }
-export function entryHighWater(): u32 { return highWater; }
 export function freeEntries(): u32 { return capacity - liveEntries; }
+export function tableCount(): u64 { return tMask + 1; }
 
 // @ts-ignore: decorator
-@inline export function rec(id: u32): usize { return arena + <usize>id * ENTRY_BYTES; }
+@inline export function recAt(i: u64): usize { return table + (<usize>i << 5); }
 
 // @ts-ignore: decorator
 @inline function tHome(slot: i32, hash: u64): u64 {
@@ -62,92 +52,50 @@ export function freeEntries(): u32 { return capacity - liveEntries; }
 }
 
 // @ts-ignore: decorator
-@inline function tRec(i: u64): usize { return table + (<usize>i << 4); }
+@inline export function isLive(r: usize): bool { return (load<u32>(r, R_FLAGS) & F_LIVE) != 0; }
 
-/** Entry id for (slot, hash), or -1. */
-export function entryFind(slot: i32, hash: u64): i32 {
+/** Record address for (slot, hash), or 0. */
+export function entryFind(slot: i32, hash: u64): usize {
   let i = tHome(slot, hash);
   while (true) {
-    const r = tRec(i);
-    const idp = load<u32>(r, 12);
-    if (idp == 0) return -1;
-    if (load<u64>(r) == hash && load<i32>(r, 8) == slot) return <i32>(idp - 1);
+    const r = recAt(i);
+    if (!isLive(r)) return 0;
+    if (load<u64>(r, R_HASH) == hash && load<i32>(r, R_SLOT) == slot) return r;
     i = (i + 1) & tMask;
   }
-  return -1;
+  return 0;
 }
 
-/** Allocates a live entry for (slot, hash), linked at the head of the slot's list; -1 when the arena is full. */
-export function entryCreate(slot: i32, hash: u64, seq: u64, depth: u32, heads: usize): i32 {
-  let id: u32;
-  if (freeHead != 0) {
-    id = freeHead - 1;
-    freeHead = load<u32>(rec(id), E_NEXT);
-  } else if (highWater < capacity) {
-    id = highWater++;
-  } else {
-    return -1;
-  }
-  const r = rec(id);
-  const gen = load<u32>(r, E_GEN) + 1;
-  store<u64>(r, hash, E_HASH);
-  store<u64>(r, seq, E_SEQ);
-  store<f64>(r, 0, E_EXPIRY);
-  store<i32>(r, slot, E_SLOT);
-  store<u32>(r, 0, E_PREV);
-  const head = load<u32>(heads + (<usize>slot << 2));
-  store<u32>(r, head, E_NEXT);
-  if (head != 0) store<u32>(rec(head - 1), id + 1, E_PREV);
-  store<u32>(heads + (<usize>slot << 2), id + 1);
-  store<u32>(r, depth, E_DEPTH);
-  store<u32>(r, gen, E_GEN);
-  store<u32>(r, F_LIVE, E_FLAGS);
+/** Inserts a live record for a (slot, hash) known to be absent; the caller has checked `freeEntries()`. */
+export function entryInsert(slot: i32, hash: u64, seq: u64, depth: u32): usize {
+  let i = tHome(slot, hash);
+  while (isLive(recAt(i))) i = (i + 1) & tMask;
+  const r = recAt(i);
+  store<u64>(r, hash, R_HASH);
+  store<u64>(r, seq, R_SEQ);
+  store<i32>(r, slot, R_SLOT);
+  store<u32>(r, F_LIVE, R_FLAGS);
+  store<u32>(r, depth, R_DEPTH);
+  store<u32>(r, 0, R_TTL);
   liveEntries++;
-  let i = tHome(slot, hash);
-  while (load<u32>(tRec(i), 12) != 0) i = (i + 1) & tMask;
-  const t = tRec(i);
-  store<u64>(t, hash);
-  store<i32>(t, slot, 8);
-  store<u32>(t, id + 1, 12);
-  return <i32>id;
+  return r;
 }
 
-/** Unlinks and frees entry `id` (its node bookkeeping is the caller's). Bumps the generation so TTL timers go stale. */
-export function entryFree(id: u32, heads: usize): void {
-  const r = rec(id);
-  const slot = load<i32>(r, E_SLOT);
-  const hash = load<u64>(r, E_HASH);
-  const prev = load<u32>(r, E_PREV), next = load<u32>(r, E_NEXT);
-  if (prev != 0) store<u32>(rec(prev - 1), next, E_NEXT);
-  else store<u32>(heads + (<usize>slot << 2), next);
-  if (next != 0) store<u32>(rec(next - 1), prev, E_PREV);
-  store<u32>(r, 0, E_FLAGS);
-  store<u32>(r, load<u32>(r, E_GEN) + 1, E_GEN);
-  store<u32>(r, freeHead, E_NEXT);
-  freeHead = id + 1;
+/** Deletes the record at `r`, shifting later records of its probe run back so lookups never need tombstones. */
+export function entryDeleteAt(r: usize): void {
   liveEntries--;
-  tableDelete(slot, hash);
-}
-
-function tableDelete(slot: i32, hash: u64): void {
-  let i = tHome(slot, hash);
-  while (true) {
-    const r = tRec(i);
-    if (load<u32>(r, 12) == 0) return;
-    if (load<u64>(r) == hash && load<i32>(r, 8) == slot) break;
-    i = (i + 1) & tMask;
-  }
+  let i = <u64>((r - table) >> 5);
   let j = i;
   while (true) {
     j = (j + 1) & tMask;
-    const rj = tRec(j);
-    if (load<u32>(rj, 12) == 0) break;
-    const k = tHome(load<i32>(rj, 8), load<u64>(rj));
+    const rj = recAt(j);
+    if (!isLive(rj)) break;
+    const k = tHome(load<i32>(rj, R_SLOT), load<u64>(rj, R_HASH));
     const stay = i <= j ? (k > i && k <= j) : (k > i || k <= j);
     if (!stay) {
-      memory.copy(tRec(i), rj, 16);
+      memory.copy(recAt(i), rj, RECORD_BYTES);
       i = j;
     }
   }
-  memory.fill(tRec(i), 0, 16);
+  memory.fill(recAt(i), 0, RECORD_BYTES);
 }

@@ -1,6 +1,6 @@
 // Min-heap of TTL timers for approximate-mode entries, ordered by (expiry, deeper first, slot, hash).
-// Items carry the entry generation they were pushed for; a refreshed or freed entry leaves a stale item that pops as a no-op.
-import { rec, E_GEN, E_EXPIRY, E_DEPTH, E_SLOT, E_HASH, E_FLAGS, F_LIVE, entryHighWater } from "./entry-table";
+// Items carry the timer generation they were pushed for; a refreshed or freed timer leaves a stale item that pops as a no-op.
+import { ttlRec, ttlLive, ttlHigh, T_GEN, T_EXPIRY, T_DEPTH, T_SLOT, T_HASH } from "./ttl-store";
 
 // Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
 let heap: usize = 0;
@@ -56,27 +56,24 @@ function siftDown(i: u32): void {
 }
 
 function write(i: u32, id: u32): void {
-  const r = rec(id), t = item(i);
-  store<f64>(t, load<f64>(r, E_EXPIRY));
-  store<u32>(t, load<u32>(r, E_DEPTH), 8);
-  store<u32>(t, load<u32>(r, E_SLOT), 12);
-  store<u64>(t, load<u64>(r, E_HASH), 16);
+  const r = ttlRec(id), t = item(i);
+  store<f64>(t, load<f64>(r, T_EXPIRY));
+  store<u32>(t, load<u32>(r, T_DEPTH), 8);
+  store<u32>(t, load<u32>(r, T_SLOT), 12);
+  store<u64>(t, load<u64>(r, T_HASH), 16);
   store<u32>(t, id, 24);
-  store<u32>(t, load<u32>(r, E_GEN), 28);
+  store<u32>(t, load<u32>(r, T_GEN), 28);
 }
 
 /** Rebuilds the heap from live TTL entries, dropping stale items; keeps the heap bounded by the live count. */
 function compact(): void {
   heapLen = 0;
-  const hw = entryHighWater();
-  for (let id: u32 = 0; id < hw; id++) {
-    const r = rec(id);
-    if ((load<u32>(r, E_FLAGS) & F_LIVE) != 0 && load<f64>(r, E_EXPIRY) > 0) write(heapLen++, id);
-  }
+  const hw = ttlHigh();
+  for (let id: u32 = 0; id < hw; id++) if (ttlLive(id)) write(heapLen++, id);
   if (heapLen > 1) for (let i = (heapLen >> 1) + 1; i-- > 0;) siftDown(i);
 }
 
-/** Pushes a timer for entry `id` at its current expiry and generation. */
+/** Pushes timer `id` at its current expiry and generation. */
 export function heapPush(id: u32): void {
   if (heapLen >= cap) compact();
   // Live timers are bounded below cap by pruning; reaching it is a bug, and a trap makes the host rebuild the index.
@@ -91,8 +88,7 @@ export function heapPeekLive(): i32 {
   while (heapLen > 0) {
     const t = item(0);
     const id = load<u32>(t, 24);
-    const r = rec(id);
-    if ((load<u32>(r, E_FLAGS) & F_LIVE) != 0 && load<u32>(r, E_GEN) == load<u32>(t, 28)) return <i32>id;
+    if (ttlLive(id) && load<u32>(ttlRec(id), T_GEN) == load<u32>(t, 28)) return <i32>id;
     heapPop();
   }
   return -1;
