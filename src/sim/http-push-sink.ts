@@ -26,6 +26,8 @@ export interface HttpPushSinkOptions {
   maxQueueBatches?: number;
   /** First retry delay; doubles per failure up to 30× this. Default 100 ms. */
   retryDelayMs?: number;
+  /** A POST not answered within this time counts as failed (and is retried). Default 5,000 ms. */
+  requestTimeoutMs?: number;
   fetch?: typeof fetch;
   clock?: SimClock;
   /** Told about every failed send (network error or non-2xx status). */
@@ -63,7 +65,7 @@ export class HttpPushSink implements KvEventSink {
 
   constructor(options: HttpPushSinkOptions) {
     this.#o = {
-      dpRank: 0, encoding: "array", flushIntervalMs: 10, maxBatchEvents: 512, maxQueueBatches: 1024, retryDelayMs: 100,
+      dpRank: 0, encoding: "array", flushIntervalMs: 10, maxBatchEvents: 512, maxQueueBatches: 1024, retryDelayMs: 100, requestTimeoutMs: 5000,
       fetch: globalThis.fetch.bind(globalThis), clock: realClock(), ...options,
     };
     this.#sequencer = new KvBatchSequencer({ workerId: this.#o.workerId, dpRank: this.#o.dpRank, encoding: this.#o.encoding });
@@ -134,7 +136,8 @@ export class HttpPushSink implements KvEventSink {
     if (this.#o.token) headers.authorization = `Bearer ${this.#o.token}`;
     let error: Error;
     try {
-      const res = await this.#o.fetch(this.#o.url, { method: "POST", headers, body: batch.bytes });
+      const signal = AbortSignal.timeout(this.#o.requestTimeoutMs);
+      const res = await this.#o.fetch(this.#o.url, { method: "POST", headers, body: batch.bytes, signal });
       await res.body?.cancel();
       if (res.ok) {
         this.stats.sent++;

@@ -75,6 +75,8 @@ export class SimEngine {
   readonly #live = new Map<string, { seq: SimSequence; listener: SimListener; resolve: (r: SimResult) => void }>();
   #timer: CancelTimer | undefined;
   #engineTime = -Infinity;
+  /** The next step follows the previous one directly (no idle gap), so it starts at the previous step's end. */
+  #chained = false;
   #nextId = 0;
   #closed = false;
   steps = 0;
@@ -185,9 +187,12 @@ export class SimEngine {
       if (plan.items.length === 0) {
         this.#publish(this.clock.now());
         if (plan.preempted.length > 0) continue; // a sequence preempted itself; the next schedule readmits
+        this.#chained = false;
         return;
       }
-      const start = Math.max(this.clock.now(), this.#engineTime);
+      // Back-to-back steps start where the previous one ended, not when its timer happened to fire, so timer
+      // lateness becomes a debt that the synchronous path below pays back instead of slowing the simulation.
+      const start = this.#chained ? this.#engineTime : Math.max(this.clock.now(), this.#engineTime);
       const end = start + stepMs(plan, this.options);
       this.#engineTime = end;
       const delay = end - this.clock.now();
@@ -195,11 +200,13 @@ export class SimEngine {
         this.#timer = this.clock.setTimer(delay, () => {
           this.#timer = undefined;
           this.#complete(plan, end);
+          this.#chained = true;
           if (!this.#closed) this.#run();
         });
         return;
       }
       this.#complete(plan, end);
+      this.#chained = true;
     }
     this.#kick();
   }

@@ -1,7 +1,10 @@
 import { describe, it, expect } from "vitest";
 import { decodeMs, prefillMs } from "../../src/sim/perf-model.ts";
 import { fillerToken } from "../../src/sim/sim-tokenizer.ts";
-import { drain, range, simFixture } from "./helpers.ts";
+import { wasmBlockHasher } from "../../src/sim/block-hasher.ts";
+import { VirtualClock, type SimClock } from "../../src/sim/sim-clock.ts";
+import { SimEngine } from "../../src/sim/sim-engine.ts";
+import { drain, hashIndex, range, simFixture } from "./helpers.ts";
 
 describe("SimEngine timing (virtual clock)", () => {
   it("should take the mocker's prefill polynomial to the first token and the decode polynomial per token", async () => {
@@ -47,6 +50,24 @@ describe("SimEngine timing (virtual clock)", () => {
     expect([f.engine.running, f.engine.waiting]).toEqual([2, 1]);
     const [a, b, c] = await drain(f, hs);
     expect(c!.firstTokenAt!).toBeGreaterThan(Math.min(a!.finishedAt, b!.finishedAt));
+  });
+});
+
+describe("SimEngine on a clock whose timers fire late", () => {
+  it("should keep simulated time exact and catch up instead of paying the lateness on every step", async () => {
+    const inner = new VirtualClock();
+    // Every timer fires 1 ms late, like setTimeout on a real event loop with sub-millisecond steps.
+    const late: SimClock = { epochMs: 0, now: () => inner.now(), setTimer: (d, fn) => inner.setTimer(d + 1, fn) };
+    const engine = new SimEngine({ numGpuBlocks: 64, speedupRatio: 100 }, { hasher: wasmBlockHasher(await hashIndex(), 16), clock: late });
+    const h = engine.submit({ prompt: range(0, 100), maxTokens: 200 });
+    inner.runUntilIdle();
+    const r = await h.result;
+    const decode = decodeMs(7 / 64) / 100;
+    expect(r.firstTokenAt! - r.arrival).toBeCloseTo(1 + prefillMs(100) / 100, 9);
+    expect(r.finishedAt - r.firstTokenAt!).toBeGreaterThan(199 * decode * 0.9);
+    expect(r.finishedAt - r.firstTokenAt!).toBeLessThan(199 * decodeMs(14 / 64) / 100);
+    // Paying 1 ms per step would end ~199 ms late; catching up leaves at most one timer's lateness.
+    expect(inner.now() - r.finishedAt).toBeLessThanOrEqual(1);
   });
 });
 
