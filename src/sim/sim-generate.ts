@@ -44,41 +44,45 @@ async function whole(engine: SimEngine, req: ParsedRequest, maxTokens: number, r
 
 function stream(engine: SimEngine, req: ParsedRequest, maxTokens: number, requestId: string | undefined, signal: AbortSignal): Response {
   let handle: SimHandle | undefined;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
-  let cached = 0;
+  // `start` runs synchronously inside the constructor, so the controller exists before the request is submitted;
+  // submitting outside the stream lets a refused request still become an error response rather than a broken stream.
   const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (bytes: Uint8Array): void => {
-        if (open) controller.enqueue(bytes);
-      };
-      const end = (): void => {
-        if (!open) return;
-        open = false;
-        controller.close();
-      };
-      let meta!: ResponseMeta;
-      const running = (completion: number): Usage | undefined => (req.continuousUsage ? usage(req.prompt.length, completion, cached) : undefined);
-      handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens }, {
-        onToken(token, index) {
-          if (index === 0) cached = handle!.cachedTokens;
-          send(sseData(textChunk(meta, simDecode([token]), index === maxTokens - 1 ? "length" : null, running(index + 1))));
-        },
-        onFinish(result) {
-          if (result.reason === "length") {
-            if (req.includeUsage) send(sseData(usageChunk(meta, usage(result.promptTokens, result.completionTokens, result.cachedTokens))));
-            send(SSE_DONE);
-          }
-          end();
-        },
-      });
-      meta = metaFor(engine, req, handle.id);
-      if (req.kind === "chat") send(sseData(roleChunk(meta, running(0))));
+    start(c) {
+      controller = c;
     },
     cancel() {
       open = false;
       handle?.abort();
     },
   });
+  const send = (bytes: Uint8Array): void => {
+    if (open) controller.enqueue(bytes);
+  };
+  const end = (): void => {
+    if (!open) return;
+    open = false;
+    controller.close();
+  };
+  let cached = 0;
+  const running = (completion: number): Usage | undefined => (req.continuousUsage ? usage(req.prompt.length, completion, cached) : undefined);
+  let meta!: ResponseMeta;
+  handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens }, {
+    onToken(token, index) {
+      if (index === 0) cached = handle!.cachedTokens;
+      send(sseData(textChunk(meta, simDecode([token]), index === maxTokens - 1 ? "length" : null, running(index + 1))));
+    },
+    onFinish(result) {
+      if (result.reason === "length") {
+        if (req.includeUsage) send(sseData(usageChunk(meta, usage(result.promptTokens, result.completionTokens, result.cachedTokens))));
+        send(SSE_DONE);
+      }
+      end();
+    },
+  });
+  meta = metaFor(engine, req, handle.id);
+  if (req.kind === "chat") send(sseData(roleChunk(meta, running(0))));
   signal.addEventListener("abort", () => {
     open = false;
     handle?.abort();

@@ -145,6 +145,23 @@ describe("sim HTTP: errors", () => {
 });
 
 describe("sim HTTP: client aborts", () => {
+  it("should refuse a second live request with the same x-request-id", async () => {
+    const slow = await startSimServer({ numGpuBlocks: 256, speedupRatio: 1 });
+    try {
+      const headers = { "content-type": "application/json", "x-request-id": "dup-1" };
+      const body = JSON.stringify({ prompt: [1, 2, 3], max_tokens: 3000, stream: true });
+      const ac = new AbortController();
+      const first = await fetch(slow.url + "/v1/completions", { method: "POST", headers, body, signal: ac.signal });
+      expect(first.status).toBe(200);
+      const again = await fetch(slow.url + "/v1/completions", { method: "POST", headers, body });
+      expect(again.status).toBe(400);
+      expect((await again.json()).error.message).toContain("dup-1");
+      ac.abort();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("should abort a streaming request when the client goes away, freeing its blocks", async () => {
     const slow = await startSimServer({ numGpuBlocks: 256, speedupRatio: 1 });
     try {
