@@ -4,7 +4,7 @@ import { xxh3Pair } from "../hash/xxh3";
 import { CHAIN_SEED } from "../hash/prompt";
 import { nodeSetBit, nodeClearBit } from "./node-table";
 import {
-  entryFind, entryInsert, entryDeleteAt, freeEntries, liveEntries, recAt, tableCount, isLive,
+  entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, freeEntries, liveEntries, recAt, tableCount, isLive,
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
 import { ttlAlloc, ttlFree, ttlRefresh, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
@@ -191,8 +191,14 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
     const seq = !hasParent && i == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
     prev = seq;
     const d = depth + <u32>i;
-    const r = entryFind(slot, hash);
-    if (r != 0) {
+    const r = entryProbe(slot, hash);
+    if (!isLive(r)) {
+      entryFill(r, slot, hash, seq, d);
+      bump(sizes, slot, 1);
+      attach(r, slot, seq);
+      continue;
+    }
+    {
       if (load<u64>(r, R_SEQ) == seq) {
         const ttl = load<u32>(r, R_TTL);
         if (ttl != 0) {

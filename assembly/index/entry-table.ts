@@ -66,6 +66,29 @@ export function entryFind(slot: i32, hash: u64): usize {
   return 0;
 }
 
+/** The live record for (slot, hash), or the empty record where it would go (check with `isLive`). */
+export function entryProbe(slot: i32, hash: u64): usize {
+  let i = tHome(slot, hash);
+  while (true) {
+    const r = recAt(i);
+    if (!isLive(r)) return r;
+    if (load<u64>(r, R_HASH) == hash && load<i32>(r, R_SLOT) == slot) return r;
+    i = (i + 1) & tMask;
+  }
+  return 0;
+}
+
+/** Fills the empty record `r` that `entryProbe` returned (nothing may have been deleted in between). */
+export function entryFill(r: usize, slot: i32, hash: u64, seq: u64, depth: u32): void {
+  store<u64>(r, hash, R_HASH);
+  store<u64>(r, seq, R_SEQ);
+  store<i32>(r, slot, R_SLOT);
+  store<u32>(r, F_LIVE, R_FLAGS);
+  store<u32>(r, depth, R_DEPTH);
+  store<u32>(r, 0, R_TTL);
+  liveEntries++;
+}
+
 /** Inserts a live record for a (slot, hash) known to be absent; the caller has checked `freeEntries()`. */
 export function entryInsert(slot: i32, hash: u64, seq: u64, depth: u32): usize {
   let i = tHome(slot, hash);

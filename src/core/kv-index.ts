@@ -169,6 +169,39 @@ export class KvIndex {
     return this.#guard("route", (c) => this.#hashCall(c, tokens, opts, "route"));
   }
 
+  /** Hashes the prompt only (block count returned); `matchLast()` then matches it. For callers timing the phases apart. */
+  hashOnly(tokens: ArrayLike<number>, opts: HashOptions): number {
+    return this.#guard("hash_prompt", (c) => this.#hashCall(c, tokens, opts, "hash_prompt"));
+  }
+
+  /** Matches the last hashed prompt; same result form as `route`. */
+  matchLast(): number {
+    return this.#guard("find_matches", (c) => {
+      const n = c.find_matches(c.last_blocks());
+      if (n < 0) throw statusError(n, "find_matches");
+      return n;
+    });
+  }
+
+  /**
+   * Copies the last hashed prompt's sequence hashes into `out` (no BigInt is created) and returns how many; `out`
+   * must hold `lastBlocks` values. Read them as u32 pairs through `new Uint32Array(out.buffer)` to stay BigInt-free.
+   */
+  lastSequenceHashesInto(out: BigUint64Array): number {
+    return this.#guard("seq", (c) => {
+      const n = c.last_blocks();
+      if (out.length < n) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `need room for ${n} hashes, got ${out.length}`);
+      const sp = c.seq_ptr() >>> 3;
+      out.set(this.#u64.subarray(sp, sp + n));
+      return n;
+    });
+  }
+
+  /** Tree size by slot number (no string key built). */
+  treeSizeOfSlot(slot: number): number {
+    return this.#treeSize(slot);
+  }
+
   matchSlot(i: number): number {
     return this.#u32[(this.#core.out_ptr() >>> 2) + 2 * i]!;
   }

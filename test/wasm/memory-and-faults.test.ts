@@ -173,3 +173,20 @@ describe("trap recovery", () => {
     expect(idx.findMatchesByHashes([1n, 2n, 3n]).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
   });
 });
+
+describe("phase-split access", () => {
+  it("should hash and match in two calls with the same result as route, and copy sequence hashes without BigInts", async () => {
+    const idx = await mk();
+    const tokens = new Uint32Array(Array.from({ length: 100 }, (_, i) => i * 3));
+    const { seq } = idx.hash(tokens, { blockSize: 16 });
+    idx.recordHashes("a", 0, seq.slice(0, 4), 0, 1000);
+    expect(idx.hashOnly(tokens, { blockSize: 16 })).toBe(6);
+    expect(idx.matchLast()).toBe(1);
+    expect([idx.matchSlot(0), idx.matchDepth(0)]).toEqual([idx.slots.get("a", 0), 4]);
+    const out = new BigUint64Array(6);
+    expect(idx.lastSequenceHashesInto(out)).toBe(6);
+    expect(Array.from(out)).toEqual(seq);
+    expect(idx.treeSizeOfSlot(idx.slots.get("a", 0)!)).toBe(4);
+    expect(() => idx.lastSequenceHashesInto(new BigUint64Array(2))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_BAD_ARGUMENT" }));
+  });
+});
