@@ -5,6 +5,7 @@ import { HASH_USAGE, runHash } from "./hash-command.ts";
 export const USAGE = `usage: kvgate <command> [options]
 commands:
   hash     print a prompt's block hashes (local and chained)
+  sim      run a simulated OpenAI-compatible engine (kvgate sim --help)
   help     this text
 ${HASH_USAGE}`;
 
