@@ -135,7 +135,7 @@ export class Selector {
     for (let i = 0; i < ranks.length; i++) {
       if (f64[costCol + i] !== min) continue;
       ties++;
-      f64[treeCol + i] = this.index.treeSize(ranks[i]!.worker.id, ranks[i]!.dpRank);
+      f64[treeCol + i] = this.index.treeSizeOfSlot(ranks[i]!.slot);
     }
     if (ties < 2) return chosen;
     const again = run(ranks.length, isl, weight, 0, this.rand());
@@ -146,8 +146,7 @@ export class Selector {
 
 /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs: BigInt-free after the copy out of WASM. */
 function readKeys(index: KvIndex, blocks: number): Uint32Array {
-  const seq = index.lastSequenceHashes();
   const out = new BigUint64Array(blocks);
-  for (let i = 0; i < blocks; i++) out[i] = seq[i]!;
+  index.lastSequenceHashesInto(out);
   return new Uint32Array(out.buffer);
 }
