@@ -130,14 +130,15 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args): Promise
     if (inflight.length % 2 === 0) out.handle.firstToken();
     if (inflight.length > window) inflight.shift()!.finish();
   }
-  // Cross-checks: index.route alone, and the BigInt copy of the sequence hashes, on the same prompts.
+  // Cross-checks: index.route alone, and the copy of the sequence hashes the selector makes, on the same prompts.
   const alone = new Float64Array(a.requests), copy = new Float64Array(a.requests);
+  const seqOut = new BigUint64Array(Math.ceil(a.tokens / a.blockSize) + 1);
   for (let i = 0; i < a.warmup + a.requests; i++) {
     const tokens = prompts[i % prompts.length]!;
     const t0 = performance.now();
     index.route(tokens, { blockSize: a.blockSize });
     const t1 = performance.now();
-    index.lastSequenceHashes();
+    index.lastSequenceHashesInto(seqOut);
     const t2 = performance.now();
     if (i >= a.warmup) {
       alone[i - a.warmup] = (t1 - t0) * 1000;
