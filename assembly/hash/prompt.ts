@@ -1,5 +1,5 @@
 // Whole-prompt block hashing (local + chained sequence hashes) in one call, so JS never crosses into WASM per block.
-import { xxh3, xxh3Pair } from "./xxh3";
+import { xxh3, xxh3Pair, xxh3At64, prepareKeys64 } from "./xxh3";
 import { E_BAD_ARG, E_TOO_LONG } from "../abi";
 
 /** The chain seed of the sequence hash; LoRA and namespace salts change only the local-hash seed. */
@@ -36,6 +36,16 @@ export function hashPrompt(
   }
   let k = 0;
   let prev: u64 = 0;
+  if (window == 64 && stride == 64 && nMm == 0) {
+    prepareKeys64(seed);
+    for (let i = 0; i < n; i++) {
+      const h = xxh3At64(tokens + (<usize>i << 6));
+      store<u64>(local + (<usize>i << 3), h);
+      prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
+      store<u64>(seq + (<usize>i << 3), prev);
+    }
+    return n;
+  }
   for (let i = 0; i < n; i++) {
     const src = tokens + <usize>i * stride;
     let h: u64;
