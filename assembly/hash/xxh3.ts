@@ -290,13 +290,18 @@ export function xxh3(p: usize, len: usize, seed: u64): u64 {
 // input offsets 0, 16, 32, 48 meet secret offsets 0, 32, 48, 16.
 export const KEYS64: usize = memory.data(64, 16);
 
+// No managed objects here (not even a constant array literal): the stub runtime would bump-allocate it over the
+// regions `memory.ts` hands out from the same heap base.
+function key64(i: usize, o: usize, seed: u64): void {
+  store<u64>(KEYS64 + (i << 4), rd64(SECRET + o) + seed);
+  store<u64>(KEYS64 + (i << 4) + 8, rd64(SECRET + o + 8) - seed);
+}
+
 export function prepareKeys64(seed: u64): void {
-  const offs: StaticArray<u32> = [0, 32, 48, 16];
-  for (let i = 0; i < 4; i++) {
-    const o = <usize>unchecked(offs[i]);
-    store<u64>(KEYS64 + (<usize>i << 4), rd64(SECRET + o) + seed);
-    store<u64>(KEYS64 + (<usize>i << 4) + 8, rd64(SECRET + o + 8) - seed);
-  }
+  key64(0, 0, seed);
+  key64(1, 32, seed);
+  key64(2, 48, seed);
+  key64(3, 16, seed);
 }
 
 /** XXH3-64 of exactly 64 bytes with the keys `prepareKeys64` left for the seed. */

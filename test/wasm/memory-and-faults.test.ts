@@ -190,3 +190,21 @@ describe("phase-split access", () => {
     expect(() => idx.lastSequenceHashesInto(new BigUint64Array(2))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_BAD_ARGUMENT" }));
   });
 });
+
+describe("no hidden allocation", () => {
+  it.each(["release", "release-simd"] as const)("should leave the index intact after thousands of hashing calls on every path of the %s build (the stub runtime's allocator would write over it)", async (variant) => {
+    const idx = new KvIndex(await loadCoreModule(variant), { capacity: 50_000, maxSlots: 8 });
+    const rnd = seededRandom(77);
+    const t = Uint32Array.from({ length: 4096 }, () => rnd.int(150_000));
+    const { local, seq } = idx.hash(t, { blockSize: 16 });
+    idx.stored("a", 0, null, local.map((l, i) => ({ hash: seq[i]! ^ 9n, local: l })));
+    for (let k = 0; k < 3000; k++) {
+      const bs = [16, 64, 15, 32][k % 4]!;
+      const p = Uint32Array.from({ length: 200 + rnd.int(600) }, () => rnd.u32());
+      idx.hash(p, { blockSize: bs, eagle: k % 5 === 0, lora: k % 7 === 0 ? `l${k % 3}` : undefined, multimodal: k % 11 === 0 ? [{ block: 1, hash: rnd.u64() }] : undefined });
+      idx.route(p, { blockSize: bs });
+    }
+    expect(idx.findMatches(t, { blockSize: 16 }).matches).toEqual([{ worker: "a", dpRank: 0, blocks: 256, treeSize: 256 }]);
+    expect(idx.stats().nodes).toBe(256);
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
-import type { KvIndex } from "../../src/core/kv-index.ts";
+import { KvIndex } from "../../src/core/kv-index.ts";
+import { loadCoreModule } from "../../src/wasm/module-fs.ts";
 import { scoreCandidates, type ScoreCandidate } from "../../src/core/score-kernel.ts";
 import { hashPromptReference } from "../../src/reference/block-hash-reference.ts";
 import { chooseReference, costReference } from "../../src/reference/score-reference.ts";
@@ -12,7 +13,8 @@ beforeAll(async () => {
 });
 
 describe("prompt hashing vs reference", () => {
-  it("should agree on random prompts, block sizes, salts, Eagle windows and multimodal hashes", () => {
+  it.each(["release", "release-simd"] as const)("should agree on random prompts, block sizes, salts, Eagle windows and multimodal hashes (%s build)", async (variant) => {
+    const idx = new KvIndex(await loadCoreModule(variant), { capacity: 1024, maxSlots: 4 });
     const rnd = seededRandom(21);
     for (let k = 0; k < 400; k++) {
       const bs = [1, 2, 3, 4, 15, 16, 32, 60, 64, 128, 300][rnd.int(11)]!;
