@@ -13,3 +13,5 @@ export type { NowFn } from "./clock.ts";
 export { createPrng } from "./prng.ts";
 export type { RandomSource } from "./prng.ts";
 export type * from "./routing-types.ts";
+export { ROUTING_POLICIES, validatePolicy } from "./routing-policy.ts";
+export type { RoutingPolicy } from "./routing-policy.ts";

@@ -1,5 +1,6 @@
 /** @module Router settings, their defaults (the reference router's where it has one) and validation. */
 import { KvgateError } from "../core/errors.ts";
+import { validatePolicy, type RoutingPolicy } from "./routing-policy.ts";
 
 export type QueuePolicy = "fcfs" | "lcfs" | "wspt";
 export type AffinityMode = "hard" | "soft";
@@ -14,6 +15,8 @@ export interface BusyThresholds {
 }
 
 export interface RouterConfig {
+  /** How a worker is chosen: the KV cost function (default) or a cache-blind baseline (see routing-policy.ts). */
+  policy: RoutingPolicy;
   overlapWeight: number;
   temperature: number;
   /** Count prompt blocks shared by in-flight requests once per worker (the reference's "assume KV reuse"). */
@@ -53,6 +56,7 @@ export type RouterConfigInput = Partial<Omit<RouterConfig, "busy">> & { busy?: B
 export const DEFAULT_MAX_BATCHED_TOKENS = 10_000_000;
 
 export const DEFAULT_CONFIG: RouterConfig = {
+  policy: "kv",
   overlapWeight: 1,
   temperature: 0,
   assumeKvReuse: true,
@@ -91,6 +95,7 @@ export function validateBusy(b: BusyThresholds): BusyThresholds {
 
 export function resolveConfig(input: RouterConfigInput = {}): RouterConfig {
   const c: RouterConfig = { ...DEFAULT_CONFIG, ...input, busy: validateBusy(input.busy ?? {}) };
+  validatePolicy(c.policy);
   nonNegative("overlapWeight", c.overlapWeight);
   nonNegative("temperature", c.temperature);
   if (c.queueThreshold !== null) nonNegative("queueThreshold", c.queueThreshold);

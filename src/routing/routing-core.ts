@@ -77,7 +77,7 @@ export class RoutingCore {
       staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
       onFree: (b, reason) => this.#freed(b, reason),
     });
-    this.selector = new Selector(index, rand, fine);
+    this.selector = new Selector(index, rand, fine, config.policy);
     this.queue = new AdmissionQueue(now, {
       policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,
     });

@@ -6,6 +6,7 @@ import { KvgateError } from "../core/errors.ts";
 import { ScoreCol, type KvIndex } from "../core/kv-index.ts";
 import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
+import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
 import type { RankState } from "./worker-registry.ts";
 
@@ -44,10 +45,13 @@ export class Selector {
   readonly #overlap: Int32Array;
   readonly #stamp: Int32Array;
   #generation = 0;
+  /** Set for a cache-blind policy: it overrides the kernel's choice (costs are still computed for the signals). */
+  readonly #picker: PolicyPicker | undefined;
 
-  constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn) {
+  constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn, policy: RoutingPolicy = "kv") {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
+    this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
   }
 
   select(req: RouteRequest, p: SelectParams): Selection {
@@ -95,7 +99,8 @@ export class Selector {
     }
     let chosen = run(n, isl, p.overlapWeight, p.temperature, this.rand());
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
-    if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run);
+    if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
+    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run);
     const costCol = base + ScoreCol.cost * stride;
     const overlapBlocks = f64[overlapCol + chosen]!;
     return {
