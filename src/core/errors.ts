@@ -21,7 +21,13 @@ export type ErrorCode =
   | "KVGATE_ERR_DEADLINE_EXCEEDED"
   | "KVGATE_ERR_TOKENIZER"
   | "KVGATE_ERR_UNKNOWN_MODEL"
-  | "KVGATE_ERR_ENGINE_BUSY";
+  | "KVGATE_ERR_ENGINE_BUSY"
+  | "KVGATE_ERR_BODY_TOO_LARGE"
+  | "KVGATE_ERR_UNAUTHORIZED"
+  | "KVGATE_ERR_FORBIDDEN"
+  | "KVGATE_ERR_NOT_FOUND"
+  | "KVGATE_ERR_UPSTREAM"
+  | "KVGATE_ERR_UPSTREAM_TIMEOUT";
 
 const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_BAD_ARGUMENT: 400,
@@ -49,6 +55,17 @@ const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_UNKNOWN_MODEL: 404,
   // An operation that needs an idle engine (e.g. reset_prefix_cache) while requests are running.
   KVGATE_ERR_ENGINE_BUSY: 409,
+  // Gateway: the request body exceeds the configured limit.
+  KVGATE_ERR_BODY_TOO_LARGE: 413,
+  // Gateway admin API: missing or wrong bearer token, or the admin API is disabled (no token configured).
+  KVGATE_ERR_UNAUTHORIZED: 401,
+  KVGATE_ERR_FORBIDDEN: 403,
+  // Gateway: no such route.
+  KVGATE_ERR_NOT_FOUND: 404,
+  // Gateway: every attempt at a worker failed (connection refused or reset, 5xx, broken stream).
+  KVGATE_ERR_UPSTREAM: 502,
+  // Gateway: a worker did not answer (or went silent mid-body) within the configured timeout.
+  KVGATE_ERR_UPSTREAM_TIMEOUT: 504,
 };
 
 export class KvgateError extends Error {
