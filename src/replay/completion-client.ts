@@ -1,0 +1,137 @@
+/**
+ * @module Sends one replayed request as a streaming `/v1/completions` call with a token-id prompt and measures what a
+ * client sees: time to the first content chunk (TTFT), gaps between content chunks (ITL), time to the end of the
+ * stream (E2E), and the usage the engine reports, including `prompt_tokens_details.cached_tokens`.
+ */
+import { SseSplitter } from "../gateway/sse-splitter.ts";
+
+export interface CompletionRecord {
+  index: number;
+  /** Clock ms since the run started, when the request was sent. */
+  sentAt: number;
+  /** HTTP status (0 when the connection failed). */
+  status: number;
+  ttftMs?: number;
+  e2eMs?: number;
+  /** Mean and largest gap between content chunks after the first. */
+  itlMeanMs?: number;
+  itlMaxMs?: number;
+  promptTokens: number;
+  completionTokens?: number;
+  cachedTokens?: number;
+  /** The worker that served it, when the router says so in a response header. */
+  worker?: string;
+  error?: string;
+}
+
+export interface CompletionCall {
+  /** Base URL of the router (no trailing slash). */
+  url: string;
+  model: string;
+  index: number;
+  requestId: string;
+  tokens: Uint32Array;
+  maxTokens: number;
+  /** Milliseconds; the scale the record's times are in. */
+  now: () => number;
+  runStart: number;
+  fetch: typeof fetch;
+  /** Every inter-chunk gap, for ITL percentiles over all tokens. */
+  onGap?: (ms: number) => void;
+  signal?: AbortSignal;
+}
+
+/** Response headers naming the worker, as kvgate's gateway and the replay's router front set them. */
+export const WORKER_HEADERS = ["x-kvgate-worker", "x-worker-id"];
+
+export function completionBody(model: string, tokens: Uint32Array, maxTokens: number): string {
+  // Built by hand: the prompt dominates the body, and joining a typed array avoids an intermediate number[].
+  return `{"model":${JSON.stringify(model)},"prompt":[${tokens.join(",")}],"max_tokens":${maxTokens},"stream":true,` +
+    `"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}`;
+}
+
+function contentOf(chunk: Record<string, unknown>): string {
+  const c = (chunk.choices as Record<string, unknown>[] | undefined)?.[0];
+  if (!c) return "";
+  if (typeof c.text === "string") return c.text;
+  const d = c.delta as Record<string, unknown> | undefined;
+  return typeof d?.content === "string" ? d.content : "";
+}
+
+export async function sendCompletion(call: CompletionCall): Promise<CompletionRecord> {
+  const t0 = call.now();
+  const rec: CompletionRecord = { index: call.index, sentAt: t0 - call.runStart, status: 0, promptTokens: call.tokens.length };
+  try {
+    const res = await call.fetch(`${call.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": call.requestId },
+      body: completionBody(call.model, call.tokens, call.maxTokens),
+      signal: call.signal,
+    });
+    rec.status = res.status;
+    rec.worker = WORKER_HEADERS.map((h) => res.headers.get(h)).find((v) => v) ?? undefined;
+    if (!res.ok || !res.body) {
+      const text = await res.text().catch(() => "");
+      rec.error = `HTTP ${res.status}: ${errorMessage(text)}`;
+      return rec;
+    }
+    await readStream(res.body, call, t0, rec);
+  } catch (e) {
+    rec.error = (e as Error)?.message ?? String(e);
+  }
+  return rec;
+}
+
+async function readStream(body: ReadableStream<Uint8Array>, call: CompletionCall, t0: number, rec: CompletionRecord): Promise<void> {
+  const splitter = new SseSplitter();
+  let last: number | undefined, chunks = 0, gapSum = 0, gapMax = 0, done = false;
+  const reader = body.getReader();
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) break;
+    const t = call.now();
+    for (const ev of splitter.push(value)) {
+      if (ev.data === undefined) continue;
+      if (ev.data === "[DONE]") {
+        done = true;
+        continue;
+      }
+      const chunk = JSON.parse(ev.data) as Record<string, unknown>;
+      if (chunk.error) rec.error = errorMessage(ev.data);
+      const usage = chunk.usage as { completion_tokens?: number; prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined;
+      if (usage) {
+        rec.completionTokens = usage.completion_tokens;
+        if (usage.prompt_tokens !== undefined) rec.promptTokens = usage.prompt_tokens;
+        rec.cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? 0;
+      }
+      if (contentOf(chunk) === "") continue;
+      if (last === undefined) {
+        rec.ttftMs = t - t0;
+      } else {
+        const gap = t - last;
+        gapSum += gap;
+        gapMax = Math.max(gapMax, gap);
+        call.onGap?.(gap);
+      }
+      last = t;
+      chunks++;
+    }
+  }
+  rec.e2eMs = call.now() - t0;
+  if (chunks > 1) {
+    rec.itlMeanMs = gapSum / (chunks - 1);
+    rec.itlMaxMs = gapMax;
+  }
+  if (!done && !rec.error) rec.error = "the stream ended without [DONE]";
+}
+
+function errorMessage(text: string): string {
+  try {
+    const e = (JSON.parse(text) as { error?: { message?: string } | string }).error;
+    if (typeof e === "string") return e;
+    if (e?.message) return e.message;
+  } catch {
+    // Not JSON: show the text itself.
+  }
+  return text.slice(0, 200);
+}

@@ -1,0 +1,110 @@
+/** @module `kvgate replay` command line: options, defaults and validation into a ReplayConfig. */
+import { parseFlags } from "../cli/flags.ts";
+import { KvgateError } from "../core/errors.ts";
+import { parsePolicies, REPLAY_POLICIES, type ReplayPolicy } from "./replay-policies.ts";
+import { parseSlice, type TraceWindow } from "./replay-request.ts";
+import { GENERATOR_DEFAULTS, type GeneratorOptions } from "./workload-generator.ts";
+
+export const REPLAY_USAGE = `usage: kvgate replay [options]
+  Replays a request trace (or a built-in seeded workload) through kvgate's router onto a fresh fleet of simulated
+  engines once per routing policy, over HTTP with streaming, and writes a JSON result and an HTML report.
+  --trace PATH|URL           Mooncake JSONL (timestamp, input_length, output_length, hash_ids of 512-token blocks)
+                             or Azure CSV (TIMESTAMP,ContextTokens,GeneratedTokens); default: built-in workload
+  --format F                 mooncake | azure (default: by extension, .csv = azure)
+  --slice START:END          requests START..END-1 of the trace (either side may be empty)
+  --limit N                  at most N requests (after --slice)
+  --requests N               built-in workload: number of requests (default ${GENERATOR_DEFAULTS.requests})
+  --session-rate X           built-in workload: new sessions per second (default ${GENERATOR_DEFAULTS.sessionsPerSec})
+  --workers N                simulated engines per policy (default 4)
+  --speedup S                arrivals S times faster than the trace's timestamps (default 1)
+  --sim-speedup R            engines run R times faster than wall time; reported times are engine time (default 10)
+  --policies LIST            comma-separated: ${REPLAY_POLICIES.join(", ")} (default all)
+  --num-gpu-blocks N         KV blocks per engine (default 4096)
+  --block-size N             tokens per KV block (default 64, the Dynamo mocker's)
+  --max-num-batched-tokens N tokens per engine step (default 8192)
+  --max-num-seqs N           concurrent sequences per engine (default 256)
+  --max-model-len N          context limit (default: the longest request of the run, at least 32768)
+  --model NAME               served model name (default kvgate-sim)
+  --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
+  --sample-ms N              engine ms between per-worker load samples (default: about 200 samples per run)
+  --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
+  --json PATH, --html PATH   override either output path
+  --no-progress              no progress bar on stderr`;
+
+export interface ReplayConfig {
+  trace?: string;
+  format?: "mooncake" | "azure";
+  window: TraceWindow;
+  generator: GeneratorOptions;
+  workers: number;
+  traceSpeedup: number;
+  engineSpeedup: number;
+  policies: ReplayPolicy[];
+  engine: { numGpuBlocks: number; blockSize: number; maxNumBatchedTokens: number; maxNumSeqs: number; maxModelLen?: number };
+  model: string;
+  seed: number;
+  sampleEveryMs?: number;
+  jsonPath: string;
+  htmlPath: string;
+  progress: boolean;
+  help: boolean;
+}
+
+const SPEC = {
+  trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
+  speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
+  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value",
+  "sample-ms": "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
+} as const;
+
+type Flags = Record<string, string | boolean>;
+
+function num(f: Flags, name: string, dflt: number, opts: { int?: boolean; min?: number } = {}): number {
+  const v = f[name];
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  const ok = typeof v === "string" && v.trim() !== "" && Number.isFinite(n) && (!opts.int || Number.isInteger(n)) && n >= (opts.min ?? -Infinity);
+  if (!ok) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--${name} must be ${opts.int ? "an integer" : "a number"}${opts.min !== undefined ? ` >= ${opts.min}` : ""}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function positive(f: Flags, name: string, dflt: number): number {
+  const n = num(f, name, dflt);
+  if (!(n > 0)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--${name} must be positive, got ${n}`);
+  return n;
+}
+
+export function parseReplayArgs(args: readonly string[]): ReplayConfig {
+  const { flags: f, positional } = parseFlags(args, SPEC);
+  if (positional.length > 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unexpected argument ${JSON.stringify(positional[0])}`);
+  const str = (name: string): string | undefined => (typeof f[name] === "string" ? (f[name] as string) : undefined);
+  const format = str("format");
+  if (format !== undefined && format !== "mooncake" && format !== "azure") throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--format must be mooncake or azure, got ${format}`);
+  const slice = str("slice") !== undefined ? parseSlice(str("slice")!) : { start: 0, end: Infinity };
+  const trace = str("trace");
+  if (!trace && (str("slice") !== undefined || format)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--slice and --format need --trace");
+  const seed = num(f, "seed", 42, { int: true, min: 0 });
+  const out = str("out") ?? "kvgate-replay";
+  const maxModelLen = f["max-model-len"] === undefined ? undefined : num(f, "max-model-len", 0, { int: true, min: 2 });
+  return {
+    trace, format: format as ReplayConfig["format"],
+    window: { ...slice, limit: f.limit === undefined ? Infinity : num(f, "limit", 0, { int: true, min: 1 }) },
+    generator: { requests: num(f, "requests", GENERATOR_DEFAULTS.requests, { int: true, min: 1 }), sessionsPerSec: positive(f, "session-rate", GENERATOR_DEFAULTS.sessionsPerSec), seed },
+    workers: num(f, "workers", 4, { int: true, min: 1 }),
+    traceSpeedup: positive(f, "speedup", 1),
+    engineSpeedup: positive(f, "sim-speedup", 10),
+    policies: str("policies") !== undefined ? parsePolicies(str("policies")!) : [...REPLAY_POLICIES],
+    engine: {
+      numGpuBlocks: num(f, "num-gpu-blocks", 4096, { int: true, min: 1 }), blockSize: num(f, "block-size", 64, { int: true, min: 1 }),
+      maxNumBatchedTokens: num(f, "max-num-batched-tokens", 8192, { int: true, min: 1 }), maxNumSeqs: num(f, "max-num-seqs", 256, { int: true, min: 1 }),
+      maxModelLen,
+    },
+    model: str("model") ?? "kvgate-sim",
+    seed,
+    sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
+    jsonPath: str("json") ?? `${out}.json`,
+    htmlPath: str("html") ?? `${out}.html`,
+    progress: f["no-progress"] !== true,
+    help: f.help === true,
+  };
+}

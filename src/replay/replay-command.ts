@@ -1,0 +1,64 @@
+/**
+ * @module `kvgate replay`: loads the requests, replays them once per policy on a fresh fleet, prints the comparison
+ * table and writes the JSON result and the HTML report. Runtime services come from the host
+ * (src/runtime/replay-node.ts on Node), so this module is Web-standard.
+ */
+import { KvgateError } from "../core/errors.ts";
+import { runPolicy, type FleetConfig } from "./policy-run.ts";
+import { ProgressBar } from "./progress-bar.ts";
+import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
+import type { ReplayHost } from "./replay-host.ts";
+import { policyResult, type PolicyResult, type ReplayResults } from "./replay-results.ts";
+import { renderReport } from "./report-html.ts";
+import { fitToFleet, loadRequests } from "./request-source.ts";
+import { fmtMs, fmtPct, summaryText } from "./summary-table.ts";
+
+export { REPLAY_USAGE } from "./replay-args.ts";
+
+/** Runs the command; resolves to the exit code (0 also when some requests failed: the report says how many). */
+export async function runReplayCommand(args: readonly string[], host: ReplayHost): Promise<number> {
+  const cfg = parseReplayArgs(args);
+  if (cfg.help) {
+    host.stdout(`${REPLAY_USAGE}\n`);
+    return 0;
+  }
+  const loaded = await loadRequests(cfg, host);
+  const fit = fitToFleet(loaded.requests, cfg.engine);
+  if (fit.kept.length === 0) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `none of the ${loaded.requests.length} requests fits one engine (${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens); raise --num-gpu-blocks`);
+  }
+  const fleet: FleetConfig = { workers: cfg.workers, model: cfg.model, engine: { ...cfg.engine, maxModelLen: fit.maxModelLen } };
+  const spanMs = fit.kept[fit.kept.length - 1]!.at - fit.kept[0]!.at;
+  const engineSpan = spanMs / cfg.traceSpeedup;
+  const sampleEveryMs = cfg.sampleEveryMs ?? Math.max(20, engineSpan / 200);
+  host.stderr(`replay: ${fit.kept.length} requests${fit.skipped ? ` (${fit.skipped} too large for one engine, left out)` : ""}, ` +
+    `${(spanMs / 1000).toFixed(1)} s of trace → ${(engineSpan / 1000).toFixed(1)} engine s → about ${(engineSpan / cfg.engineSpeedup / 1000).toFixed(1)} wall s per policy; ` +
+    `${cfg.workers} engines × ${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens\n`);
+  const bar = new ProgressBar({ write: (t) => host.stderr(t), tty: host.stderrIsTTY, now: () => host.wall.now() });
+  const results: PolicyResult[] = [];
+  for (const policy of cfg.policies) {
+    bar.start(policy);
+    const run = await runPolicy({
+      policy, requests: fit.kept, fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed,
+      sampleEveryMs, host, onProgress: cfg.progress ? (s) => bar.update(s) : undefined,
+    });
+    const r = policyResult(run);
+    results.push(r);
+    if (cfg.progress) {
+      bar.finish(`TTFT mean ${fmtMs(r.summary.ttftMs.mean)} ms, p99 ${fmtMs(r.summary.ttftMs.p99)} ms, hit rate ${fmtPct(r.summary.hitRate)}` +
+        `${r.summary.errors ? `, ${r.summary.errors} errors` : ""}; client late by ${fmtMs(r.schedule.meanLateMs)} ms on average`);
+    }
+  }
+  const doc: ReplayResults = {
+    kind: "kvgate-replay", version: 1, createdAt: new Date().toISOString(), command: ["kvgate", "replay", ...args].join(" "),
+    timeUnit: "engine ms", source: { ...loaded.source, requests: fit.kept.length, skipped: fit.skipped },
+    fleet: { workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, routerQueue: "off" },
+    policies: results,
+  };
+  await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
+  await host.writeFile(cfg.htmlPath, renderReport(doc));
+  host.stdout(`${summaryText(results)}times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+  const failed = results.reduce((n, r) => n + r.summary.errors, 0);
+  if (failed > 0) host.stderr(`replay: ${failed} requests failed; see the errors column and the JSON records\n`);
+  return results.every((r) => r.summary.completed === 0) ? 1 : 0;
+}

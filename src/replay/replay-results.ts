@@ -1,0 +1,88 @@
+/**
+ * @module The replay's result document (written as JSON, read by the HTML report): where the requests came from
+ * (with the data's source and license), the fleet and speed-ups, and per policy the summary, the curves the report
+ * plots and every request's measurements. All times are engine milliseconds.
+ */
+import type { CompletionRecord } from "./completion-client.ts";
+import type { ApplierStats } from "./kv-event-applier.ts";
+import type { LoadSample } from "./load-sampler.ts";
+import type { TraceNotes } from "./mooncake-trace.ts";
+import type { PolicyRun } from "./policy-run.ts";
+import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
+import type { ScheduleReport } from "./schedule.ts";
+import { cdfPoints, hitRateOverTime, summarize, type HitBucket, type PolicySummary } from "./stats.ts";
+
+export interface SourceInfo {
+  kind: "trace" | "generator";
+  path?: string;
+  format?: "mooncake" | "azure";
+  /** Where the data comes from and under which license (cite it wherever the results are shown). */
+  citation: string;
+  slice?: { start: number; end: number | null; limit: number | null };
+  requests: number;
+  /** Requests left out because they cannot fit one engine's KV cache (same set for every policy). */
+  skipped: number;
+  notes?: TraceNotes;
+  generator?: Record<string, unknown>;
+}
+
+export interface FleetInfo {
+  workers: number;
+  model: string;
+  engine: Record<string, number>;
+  traceSpeedup: number;
+  engineSpeedup: number;
+  /** Router admission queue: off, so every policy hands requests to engines at once and engines queue them. */
+  routerQueue: "off";
+}
+
+export interface PolicyResult {
+  policy: ReplayPolicy;
+  label: string;
+  summary: PolicySummary;
+  predictedHitRate: number;
+  schedule: ScheduleReport;
+  events?: ApplierStats;
+  ttftCdf: [number, number][];
+  hitOverTime: HitBucket[];
+  load: { workers: string[]; samples: LoadSample[] };
+  requests: CompletionRecord[];
+}
+
+export interface ReplayResults {
+  kind: "kvgate-replay";
+  version: 1;
+  createdAt: string;
+  command: string;
+  timeUnit: "engine ms";
+  source: SourceInfo;
+  fleet: FleetInfo;
+  policies: PolicyResult[];
+}
+
+export const CITATIONS = {
+  mooncake: "Mooncake FAST'25 trace format (kvcache-ai/Mooncake, FAST25-release/traces; Apache-2.0)",
+  azure: "Azure LLM inference trace 2023 (Azure/AzurePublicDataset; CC-BY-4.0; Patel et al., Splitwise, ISCA 2024)",
+  generator: "kvgate built-in seeded workload (multi-turn chats and agent loops sharing system prompts and tool definitions)",
+} as const;
+
+/** Hit-rate buckets: about 30 over the run, never shorter than 100 engine ms. */
+function bucketFor(run: PolicyRun): number {
+  const end = run.records.reduce((m, r) => Math.max(m, r.sentAt), 0);
+  return Math.max(100, Math.ceil(end / 30));
+}
+
+export function policyResult(run: PolicyRun): PolicyResult {
+  const ok = run.records.filter((r) => !r.error && r.ttftMs !== undefined);
+  return {
+    policy: run.policy, label: POLICY_WIRING[run.policy].label, summary: summarize(run.records, run.gaps),
+    predictedHitRate: run.predictedHitRate, schedule: run.schedule, events: run.events,
+    ttftCdf: cdfPoints(ok.map((r) => r.ttftMs!)), hitOverTime: hitRateOverTime(run.records, bucketFor(run)),
+    load: { workers: run.workers, samples: run.load }, requests: run.records,
+  };
+}
+
+/** Ratio of a baseline's number to a policy's (how many times better the policy is); NaN when undefined. */
+export function improvement(baseline: number, value: number): number {
+  return value > 0 && Number.isFinite(baseline) ? baseline / value : NaN;
+}

@@ -1,0 +1,87 @@
+/**
+ * @module The replay's HTML report: one self-contained page (inline CSS and SVG, no script, no network) with the
+ * policy table, TTFT CDF per policy, actual hit rate over time, and per-worker load over time for every policy,
+ * plus the data source and its license. Built from the result document alone, so it can be regenerated from JSON.
+ */
+import type { ReplayPolicy } from "./replay-policies.ts";
+import type { PolicyResult, ReplayResults } from "./replay-results.ts";
+import { TABLE_HEADER, tableRows } from "./summary-table.ts";
+import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
+
+export const POLICY_COLORS: Record<ReplayPolicy, string> = {
+  round_robin: "#d62728", random: "#ff7f0e", least_loaded: "#9467bd", kv_approx: "#1f77b4", kv_events: "#2ca02c",
+};
+
+const WORKER_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+const pct = (v: number): string => `${Math.round(v * 100)}%`;
+
+function ttftChart(policies: readonly PolicyResult[]): string {
+  const series: Series[] = policies.map((p) => ({ name: p.label, color: POLICY_COLORS[p.policy], points: p.ttftCdf, step: true }));
+  return lineChart(series, { id: "ttft-cdf", title: "TTFT CDF per policy", xLabel: "time to first token (engine ms, log scale)", yLabel: "fraction of requests", logX: true, yMin: 0, yMax: 1, yFormat: pct, width: 760, height: 360 });
+}
+
+function hitChart(policies: readonly PolicyResult[]): string {
+  const series: Series[] = policies.map((p) => ({ name: p.label, color: POLICY_COLORS[p.policy], points: p.hitOverTime.map((b) => [b.t / 1000, b.rate] as const) }));
+  return lineChart(series, { id: "hit-rate", title: "Actual prefix-cache hit rate over time (cached / prompt tokens, by send time)", xLabel: "engine seconds since start", yLabel: "hit rate", yMin: 0, yMax: 1, yFormat: pct, width: 760, height: 320 });
+}
+
+function loadChart(p: PolicyResult, yMax: number): string {
+  const { workers, samples } = p.load;
+  const series: Series[] = workers.map((w, i) => ({
+    name: w, color: WORKER_COLORS[i % WORKER_COLORS.length]!, points: samples.map((s) => [s.t / 1000, (s.running[i] ?? NaN) + (s.waiting[i] ?? NaN)] as const),
+  }));
+  return lineChart(series, {
+    id: `load-${p.policy}`, title: `${p.label}: requests on each engine (running + waiting)`, xLabel: "engine seconds since start",
+    yLabel: "requests", yMin: 0, yMax, width: 500, height: 260, legend: workers.length <= 10,
+  });
+}
+
+function table(policies: readonly PolicyResult[]): string {
+  const head = TABLE_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
+  const body = tableRows(policies).map((r, i) => `<tr><td><span class="sw" style="background:${POLICY_COLORS[policies[i]!.policy]}"></span>${escapeXml(policies[i]!.label)}</td>${r.slice(1).map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
+  return `<table data-table="policies"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function setup(r: ReplayResults): string {
+  const s = r.source, f = r.fleet;
+  const slice = s.slice ? ` slice ${s.slice.start}:${s.slice.end ?? ""}${s.slice.limit !== null ? ` limit ${s.slice.limit}` : ""}` : "";
+  const items = [
+    `Requests: ${s.requests}${s.skipped ? ` (${s.skipped} left out: larger than one engine's KV cache)` : ""} from ${s.kind === "trace" ? `<code>${escapeXml(s.path ?? "")}</code> (${s.format})${escapeXml(slice)}` : "the built-in generator"}.`,
+    `Source: ${escapeXml(s.citation)}.`,
+    `Fleet per policy: ${f.workers} simulated engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}; router queue ${f.routerQueue}.`,
+    `Arrivals ${f.traceSpeedup}× faster than the trace; engines run ${f.engineSpeedup}× faster than wall time. All times are engine milliseconds (wall × ${f.engineSpeedup}).`,
+    `Command: <code>${escapeXml(r.command)}</code>; generated ${escapeXml(r.createdAt)}.`,
+  ];
+  return `<ul>${items.map((i) => `<li>${i}</li>`).join("")}</ul>`;
+}
+
+export function renderReport(r: ReplayResults): string {
+  let maxLoad = 1;
+  for (const p of r.policies) for (const s of p.load.samples) for (let i = 0; i < s.running.length; i++) maxLoad = Math.max(maxLoad, (s.running[i] || 0) + (s.waiting[i] || 0));
+  const loads = r.policies.map((p) => `<div class="cell">${loadChart(p, maxLoad)}</div>`).join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kvgate replay report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1600px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+.sw{display:inline-block;width:10px;height:10px;margin-right:6px}
+.grid{display:flex;flex-wrap:wrap;gap:12px}.cell{border:1px solid #eee}
+code{background:#f6f6f6;padding:1px 4px}
+</style></head><body>
+<h1>kvgate replay: routing policies compared</h1>
+${setup(r)}
+<h2>Per-policy results</h2>
+${table(r.policies)}
+<p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
+<h2>Time to first token</h2>
+${ttftChart(r.policies)}
+<h2>Cache hit rate over time</h2>
+${hitChart(r.policies)}
+<h2>Per-worker load over time</h2>
+<div class="grid">${loads}</div>
+</body></html>
+`;
+}

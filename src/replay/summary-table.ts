@@ -1,0 +1,50 @@
+/**
+ * @module The per-policy comparison as rows of cells, shared by the terminal table the command prints and the HTML
+ * report's table, so both always show the same numbers. Ratios are against round-robin when it ran.
+ */
+import { improvement, type PolicyResult } from "./replay-results.ts";
+
+export const TABLE_HEADER = [
+  "policy", "requests", "errors", "TTFT mean", "TTFT p50", "TTFT p90", "TTFT p99", "ITL mean", "ITL p99", "E2E mean", "E2E p99",
+  "hit rate", "predicted hit", "mean TTFT vs RR", "p99 TTFT vs RR",
+];
+
+/** Milliseconds with sensible precision: 0.42, 12.3, 1,234. */
+export function fmtMs(v: number): string {
+  if (!Number.isFinite(v)) return "-";
+  if (v < 10) return v.toFixed(2);
+  if (v < 100) return v.toFixed(1);
+  return Math.round(v).toLocaleString("en-US");
+}
+
+export function fmtPct(v: number): string {
+  return Number.isFinite(v) ? `${(v * 100).toFixed(1)}%` : "-";
+}
+
+export function fmtRatio(v: number): string {
+  return Number.isFinite(v) ? `${v.toFixed(2)}x` : "-";
+}
+
+export function tableRows(policies: readonly PolicyResult[]): string[][] {
+  const rr = policies.find((p) => p.policy === "round_robin")?.summary;
+  return policies.map((p) => {
+    const s = p.summary;
+    return [
+      p.policy, String(s.requests), String(s.errors), fmtMs(s.ttftMs.mean), fmtMs(s.ttftMs.p50), fmtMs(s.ttftMs.p90), fmtMs(s.ttftMs.p99),
+      fmtMs(s.itlMs.mean), fmtMs(s.itlMs.p99), fmtMs(s.e2eMs.mean), fmtMs(s.e2eMs.p99), fmtPct(s.hitRate),
+      p.policy === "kv_events" || p.policy === "kv_approx" ? fmtPct(p.predictedHitRate) : "-",
+      rr ? fmtRatio(improvement(rr.ttftMs.mean, s.ttftMs.mean)) : "-", rr ? fmtRatio(improvement(rr.ttftMs.p99, s.ttftMs.p99)) : "-",
+    ];
+  });
+}
+
+/** A plain-text table with right-aligned numbers (the first column left-aligned). */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n") + "\n";
+}
+
+export function summaryText(policies: readonly PolicyResult[]): string {
+  return textTable(TABLE_HEADER, tableRows(policies));
+}
