@@ -30,6 +30,13 @@ export interface StoredBlock {
   local: bigint;
 }
 
+export interface ScoreColumns {
+  f64: Float64Array;
+  base: number;
+  stride: number;
+  run: CoreExports["score"];
+}
+
 export class KvIndex {
   readonly options: ResolvedKvIndexOptions;
   readonly slots: SlotMap;
@@ -45,6 +52,10 @@ export class KvIndex {
   #u32!: Uint32Array;
   #u64!: BigUint64Array;
   #f64!: Float64Array;
+  /** Region offsets fixed at init (in u32 units), read once so hot accessors make no WASM call. */
+  #outU32 = 0;
+  #sizesU32 = 0;
+  #scoreView: ScoreColumns | undefined;
 
   constructor(module: WebAssembly.Module, options: KvIndexOptions = {}) {
     this.options = resolveOptions(options);
@@ -78,6 +89,9 @@ export class KvIndex {
     this.#u32 = new Uint32Array(buf);
     this.#u64 = new BigUint64Array(buf);
     this.#f64 = new Float64Array(buf);
+    this.#outU32 = this.#core.out_ptr() >>> 2;
+    this.#sizesU32 = this.#core.sizes_ptr() >>> 2;
+    this.#scoreView = undefined;
   }
 
   /** Runs `fn` against the core; a trap rebuilds the instance and surfaces as WasmTrapError. */
@@ -203,11 +217,11 @@ export class KvIndex {
   }
 
   matchSlot(i: number): number {
-    return this.#u32[(this.#core.out_ptr() >>> 2) + 2 * i]!;
+    return this.#u32[this.#outU32 + 2 * i]!;
   }
 
   matchDepth(i: number): number {
-    return this.#u32[(this.#core.out_ptr() >>> 2) + 2 * i + 1]!;
+    return this.#u32[this.#outU32 + 2 * i + 1]!;
   }
 
   get lastBlocks(): number {
@@ -260,7 +274,7 @@ export class KvIndex {
 
   #treeSize(slot: number): number {
     this.#views();
-    return this.#u32[(this.#core.sizes_ptr() >>> 2) + slot]!;
+    return this.#u32[this.#sizesU32 + slot]!;
   }
 
   /** Blocks (worker, rank) holds in the index; 0 for an unknown pair. */
@@ -378,9 +392,14 @@ export class KvIndex {
   }
 
   /** Scoring-region access for the selection kernel (see score-kernel.ts). */
-  scoreColumns(): { f64: Float64Array; base: number; stride: number; run: CoreExports["score"] } {
-    return this.#guard("score", (c) => ({ f64: this.#f64, base: c.score_ptr() >>> 3, stride: this.options.maxSlots, run: c.score.bind(c) }));
+  scoreColumns(): ScoreColumns {
+    return this.#guard("score", (c) => {
+      // Cached until memory grows: the selector calls this once per request.
+      this.#scoreView ??= { f64: this.#f64, base: c.score_ptr() >>> 3, stride: this.options.maxSlots, run: c.score.bind(c) };
+      return this.#scoreView;
+    });
   }
+
 
   counters(): Record<CounterName, number> {
     return this.#guard("counters", (c) => {
