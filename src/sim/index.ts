@@ -8,7 +8,7 @@ export { KvCache } from "./kv-cache.ts";
 export { callbackSink, KvBatchSequencer, type KvEventSink, type EncodedKvBatch, type BatchIdentity } from "./kv-event-sink.ts";
 export { HttpPushSink, type HttpPushSinkOptions, type HttpPushStats } from "./http-push-sink.ts";
 export { encodeKvEventBatch, type KvEventEncoding } from "./kv-event-codec.ts";
-export { decodeKvEventBatch, type DecodedKvEventBatch } from "./kv-event-decode.ts";
+export { decodeKvEventBatch, type DecodedKvEventBatch } from "../events/kv-event-decode.ts";
 export { type KvCacheEvent, type KvEventBatch, type BlockStoredEvent, type BlockRemovedEvent, type AllBlocksClearedEvent, MEDIUM_GPU } from "./kv-events.ts";
 export { simEncode, simDecode, simChatTokens, simCompletionTokens, renderSimChat, fillerToken, FILLER_TEXT } from "./sim-tokenizer.ts";
 export { prefillMs, decodeMs, stepMs } from "./perf-model.ts";

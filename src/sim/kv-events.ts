@@ -7,42 +7,12 @@
  * either way (kvgate's router hashes `token_ids` itself), and the sim's choice lets tests compare directly.
  */
 
-/** vLLM's `MEDIUM_GPU`: every block of the sim lives on the (simulated) GPU. */
-export const MEDIUM_GPU = "GPU";
+import { MEDIUM_GPU, type AllBlocksClearedEvent, type BlockRemovedEvent, type BlockStoredEvent } from "../events/kv-event-types.ts";
 
-export interface BlockStoredEvent {
-  type: "BlockStored";
-  /** One hash per block, in prompt order. */
-  block_hashes: bigint[];
-  /** Hash of the block before the first one; null at the root of a sequence. */
-  parent_block_hash: bigint | null;
-  /** Every token of those blocks: `block_hashes.length × block_size` ids. */
-  token_ids: number[];
-  block_size: number;
-  /** Deprecated in vLLM, always written (nil). */
-  lora_id: number | null;
-  medium: string | null;
-  lora_name: string | null;
-}
-
-export interface BlockRemovedEvent {
-  type: "BlockRemoved";
-  block_hashes: bigint[];
-  medium: string | null;
-}
-
-export interface AllBlocksClearedEvent {
-  type: "AllBlocksCleared";
-}
-
-export type KvCacheEvent = BlockStoredEvent | BlockRemovedEvent | AllBlocksClearedEvent;
-
-/** vLLM's KVEventBatch: `ts` is seconds since the epoch (always a float64 on the wire). */
-export interface KvEventBatch {
-  ts: number;
-  events: KvCacheEvent[];
-  data_parallel_rank: number | null;
-}
+// The event types live with the decoder in src/events (one wire format for the sim and the router).
+export {
+  MEDIUM_GPU, type AllBlocksClearedEvent, type BlockRemovedEvent, type BlockStoredEvent, type KvCacheEvent, type KvEventBatch,
+} from "../events/kv-event-types.ts";
 
 export function blockStored(parent: bigint | null, hashes: bigint[], tokens: number[], blockSize: number): BlockStoredEvent {
   return {

@@ -2,7 +2,7 @@ import { describe, it, expect } from "vitest";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { HttpPushSink } from "../../src/sim/http-push-sink.ts";
-import { decodeKvEventBatch } from "../../src/sim/kv-event-decode.ts";
+import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { blockRemoved, blockStored, type KvCacheEvent } from "../../src/sim/kv-events.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 import { startSimServer } from "../../src/runtime/sim-node.ts";

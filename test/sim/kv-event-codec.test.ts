@@ -2,7 +2,7 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { encode } from "@msgpack/msgpack";
 import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
-import { decodeKvEventBatch } from "../../src/sim/kv-event-decode.ts";
+import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, blockStored, type KvEventBatch } from "../../src/sim/kv-events.ts";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/derived_vectors.json", import.meta.url), "utf8"));

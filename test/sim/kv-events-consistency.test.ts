@@ -1,7 +1,7 @@
 import { describe, it, expect } from "vitest";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
 import { ReferenceIndex } from "../../src/reference/index-reference.ts";
-import { decodeKvEventBatch } from "../../src/sim/kv-event-decode.ts";
+import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import type { KvCacheEvent } from "../../src/sim/kv-events.ts";
 import type { SimHandle } from "../../src/sim/sim-engine.ts";
 import { hashIndex, range, simFixture, type SimFixture } from "./helpers.ts";

@@ -1,0 +1,176 @@
+/**
+ * @module Turns one engine KVEventBatch payload into kvgate binary records for one worker, applying the ingest
+ * policy (tier, group, block size, token count, LoRA, extra keys). Decoding finishes before anything is applied, so
+ * a corrupt payload throws with the index untouched; a valid one is applied later in one `applyBatch` per chunk.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { KvIndex } from "../core/kv-index.ts";
+import { BASE_SEED } from "../core/hash-seeds.ts";
+import { BinaryBatchBuilder } from "./binary-batch-builder.ts";
+import { readKvEventBatch } from "./batch-reader.ts";
+import { EventScratch, TAG_CLEARED, TAG_REMOVED, TAG_STORED } from "./event-scratch.ts";
+import { emptyDelta, type BatchDelta } from "./ingest-counters.ts";
+import { indexesTier, tierOf, type IngestPolicy } from "./ingest-policy.ts";
+import { corruptEvent, MsgpackCursor } from "./msgpack-cursor.ts";
+
+/** Ranks beyond this are refused as corrupt rather than opening index slots for them. */
+const MAX_DP_RANK = 4095;
+const MAX_SEEDS = 1024;
+const FULL_ATTENTION = "full_attention";
+/** The local-hash seed without LoRA or namespace, as (low, high) words. */
+const BASE_SEED_PARTS = [Number(BASE_SEED & 0xffffffffn), Number(BASE_SEED >> 32n)] as const;
+
+export interface PreparedBatch {
+  /** Data-parallel rank the batch applies to (the batch's own, else the stream's). */
+  rank: number;
+  slot: number;
+  /** Binary records written (0: nothing to apply, e.g. only filtered events). */
+  records: number;
+  events: number;
+  /** The batch holds an AllBlocksCleared. */
+  clears: boolean;
+  delta: BatchDelta;
+}
+
+export class BatchPreparer {
+  readonly builder: BinaryBatchBuilder;
+  /** Separate from `builder`, which may hold a prepared batch while its worker is being cleared. */
+  readonly #clearBuilder: BinaryBatchBuilder;
+  readonly #cursor = new MsgpackCursor();
+  readonly #scratch = new EventScratch();
+  readonly #seeds = new Map<string, readonly [number, number]>();
+  #locals = new Uint32Array(256);
+  #delta: BatchDelta = emptyDelta();
+  #hasClear = false;
+  readonly #onEvent = (e: EventScratch): void => this.#event(e);
+
+  constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy) {
+    const limits = { maxBytes: index.options.eventBytes, maxBlocks: index.options.eventBlocks };
+    this.builder = new BinaryBatchBuilder(limits);
+    this.#clearBuilder = new BinaryBatchBuilder(limits);
+  }
+
+  /**
+   * Decodes `payload` into the builder. Throws KVGATE_ERR_CORRUPT_EVENT for malformed input (builder emptied, index
+   * untouched) and KVGATE_ERR_SLOTS_EXHAUSTED when the index has no slot left for a new rank.
+   */
+  prepare(payload: Uint8Array): PreparedBatch {
+    this.builder.reset();
+    this.#delta = emptyDelta();
+    this.#hasClear = false;
+    try {
+      const env = readKvEventBatch(this.#cursor, payload, this.#scratch, this.#onEvent);
+      const rank = env.rank ?? this.defaultRank;
+      if (rank > MAX_DP_RANK) throw corruptEvent(`dp rank ${rank}`);
+      const slot = this.index.slotFor(this.worker, rank);
+      this.builder.setSlot(slot);
+      return { rank, slot, records: this.builder.records, events: env.events, clears: this.#hasClear, delta: this.#delta };
+    } catch (e) {
+      this.builder.reset();
+      throw e;
+    }
+  }
+
+  /** Applies what the builder holds (the last prepared batch, or a restored snapshot). */
+  apply(): void {
+    this.#applyChunks(this.builder);
+  }
+
+  /** Drops every entry of the given slots (the worker's ranks) without touching the prepared batch. */
+  clearSlots(slots: Iterable<number>): void {
+    const b = this.#clearBuilder;
+    b.reset();
+    for (const slot of slots) {
+      b.cleared();
+      b.setSlot(slot, b.records - 1);
+    }
+    this.#applyChunks(b);
+  }
+
+  #applyChunks(b: BinaryBatchBuilder): void {
+    for (const chunk of b.chunks()) {
+      const r = this.index.applyBatch(chunk);
+      if (r.corruptAt !== undefined) {
+        throw new KvgateError("KVGATE_ERR_STATE", `core refused a record kvgate encoded (offset ${r.corruptAt})`);
+      }
+    }
+  }
+
+  #event(e: EventScratch): void {
+    const d = this.#delta;
+    if (e.tag === TAG_CLEARED) {
+      d.clearedEvents++;
+      this.builder.cleared();
+      this.#hasClear = true;
+      return;
+    }
+    if (e.tag !== TAG_STORED && e.tag !== TAG_REMOVED) {
+      d.unknownEvents++;
+      return;
+    }
+    const tier = tierOf(e.medium);
+    if (tier === "device") d.deviceEvents++;
+    else if (tier === "host") d.hostEvents++;
+    else if (tier === "disk") d.diskEvents++;
+    else d.externalEvents++;
+    if (!indexesTier(this.policy, tier)) { d.droppedTier++; return; }
+    const g = this.policy.kvGroup;
+    if ((e.specKind !== null && e.specKind !== FULL_ATTENTION) || (g !== undefined && e.groupIdx >= 0 && e.groupIdx !== g)) {
+      d.droppedGroup++;
+      return;
+    }
+    const n = e.nHashes;
+    if (e.tag === TAG_REMOVED) {
+      d.removedEvents++;
+      d.blocksRemoved += n;
+      this.builder.removed(e.hashes, n);
+      return;
+    }
+    this.#stored(e, n, d);
+  }
+
+  #stored(e: EventScratch, n: number, d: BatchDelta): void {
+    const tokens = e.eagle ? e.nTokens - 1 : e.nTokens;
+    const bs = e.blockSize >= 0 ? e.blockSize : n > 0 && tokens % n === 0 ? tokens / n : -1;
+    if (bs !== this.policy.blockSize) { d.droppedBlockSize++; return; }
+    if (tokens !== n * bs) { d.droppedTokenCount++; return; }
+    const lora = e.loraName || undefined;
+    if (lora === undefined && e.loraId !== null) { d.droppedLora++; return; }
+    if (e.foreignExtraKeys && this.policy.dropForeignExtraKeys) { d.droppedExtraKeys++; return; }
+    d.storedEvents++;
+    d.blocksStored += n;
+    if (n === 0) return;
+    if (e.eagle) {
+      this.#storedEagle(e, n, bs, lora);
+      return;
+    }
+    const [lo, hi] = this.#seed(lora);
+    this.builder.storedTokens(e.hasParent, e.parent, e.hashes, n, e.tokens, bs, lo, hi);
+  }
+
+  /** EAGLE blocks hash bs + 1 tokens each (the core's token record hashes bs), so local hashes are computed first. */
+  #storedEagle(e: EventScratch, n: number, bs: number, lora: string | undefined): void {
+    const local = this.index.hash(e.tokens.subarray(0, e.nTokens), { blockSize: bs, eagle: true, lora }).local;
+    if (local.length !== n) throw corruptEvent(`EAGLE event of ${n} blocks hashed to ${local.length}`);
+    if (this.#locals.length < 2 * n) this.#locals = new Uint32Array(2 * n);
+    const l = this.#locals;
+    for (let i = 0; i < n; i++) {
+      const h = local[i]!;
+      l[2 * i] = Number(h & 0xffffffffn);
+      l[2 * i + 1] = Number(h >> 32n);
+    }
+    this.builder.stored(e.hasParent, e.parent, e.hashes, n, l);
+  }
+
+  #seed(lora: string | undefined): readonly [number, number] {
+    if (lora === undefined) return BASE_SEED_PARTS;
+    let p = this.#seeds.get(lora);
+    if (!p) {
+      const s = this.index.seedFor({ lora });
+      p = [Number(s & 0xffffffffn), Number(s >> 32n)];
+      if (this.#seeds.size >= MAX_SEEDS) this.#seeds.clear();
+      this.#seeds.set(lora, p);
+    }
+    return p;
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * @module Writes decoded engine events as kvgate's binary event records (format in src/core/event-encoder.ts) by
+ * copying typed-array runs, not value by value, and hands them to `KvIndex.applyBatch` in chunks that respect the
+ * core's buffer sizes. Slots are patched after the batch is read because vLLM puts the dp rank after the events.
+ */
+import { EventKind } from "../core/event-encoder.ts";
+import { KvgateError } from "../core/errors.ts";
+
+const HAS_PARENT = 1;
+const HEADER = 16;
+
+// Records are copied as u32 runs in host byte order; the core reads little-endian, like every host JS runs on.
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+export interface RecordLimits {
+  /** Bytes one applyBatch call takes (KvIndex eventBytes). */
+  maxBytes: number;
+  /** Blocks one Stored record may carry (KvIndex eventBlocks). */
+  maxBlocks: number;
+}
+
+export class BinaryBatchBuilder {
+  #buf = new Uint8Array(1 << 16);
+  #u32 = new Uint32Array(this.#buf.buffer);
+  #len = 0;
+  /** Byte offset of every record, for slot patching and chunking. */
+  #starts: number[] = [];
+
+  constructor(readonly limits: RecordLimits) {
+    if (!LITTLE_ENDIAN) throw new KvgateError("KVGATE_ERR_STATE", "KV event ingestion needs a little-endian host");
+  }
+
+  get records(): number {
+    return this.#starts.length;
+  }
+
+  get byteLength(): number {
+    return this.#len;
+  }
+
+  reset(): void {
+    this.#len = 0;
+    this.#starts.length = 0;
+  }
+
+  /** Rolls back to `records` records (an event dropped after it was partly written). */
+  truncate(records: number): void {
+    if (records >= this.#starts.length) return;
+    this.#len = this.#starts[records]!;
+    this.#starts.length = records;
+  }
+
+  /**
+   * Stored blocks by token ids: `hashes` holds (lo, hi) pairs, `tokens` n·bs ids. Split into records the core can
+   * take, each next one chained to the previous record's last hash.
+   */
+  storedTokens(hasParent: boolean, parent: Uint32Array, hashes: Uint32Array, n: number, tokens: Uint32Array, bs: number,
+    seedLo: number, seedHi: number): void {
+    const perRecord = Math.max(1, Math.min(this.limits.maxBlocks, Math.floor((this.limits.maxBytes - 40) / (8 + 4 * bs))));
+    let pLo = parent[0]!, pHi = parent[1]!, hp = hasParent;
+    for (let from = 0; from < n; from += perRecord) {
+      const k = Math.min(perRecord, n - from);
+      const tokenWords = k * bs + ((k * bs) & 1);
+      const w = this.#header(EventKind.storedTokens, hp, k, bs, 16 + 8 * k + 4 * tokenWords) >>> 2;
+      const u = this.#u32;
+      u[w] = pLo; u[w + 1] = pHi; u[w + 2] = seedLo >>> 0; u[w + 3] = seedHi >>> 0;
+      u.set(hashes.subarray(2 * from, 2 * (from + k)), w + 4);
+      const tw = w + 4 + 2 * k;
+      u.set(tokens.subarray(from * bs, (from + k) * bs), tw);
+      if (tokenWords !== k * bs) u[tw + k * bs] = 0;
+      pLo = hashes[2 * (from + k - 1)]!; pHi = hashes[2 * (from + k - 1) + 1]!; hp = true;
+    }
+  }
+
+  /** Stored blocks with local hashes already computed (`locals` as lo, hi pairs); used for EAGLE windows. */
+  stored(hasParent: boolean, parent: Uint32Array, hashes: Uint32Array, n: number, locals: Uint32Array): void {
+    const perRecord = Math.max(1, Math.min(this.limits.maxBlocks, Math.floor((this.limits.maxBytes - 32) / 16)));
+    let pLo = parent[0]!, pHi = parent[1]!, hp = hasParent;
+    for (let from = 0; from < n; from += perRecord) {
+      const k = Math.min(perRecord, n - from);
+      const w = this.#header(EventKind.stored, hp, k, 0, 8 + 16 * k) >>> 2;
+      const u = this.#u32;
+      u[w] = pLo; u[w + 1] = pHi;
+      for (let i = 0; i < k; i++) {
+        const j = 2 * (from + i), o = w + 2 + 4 * i;
+        u[o] = hashes[j]!; u[o + 1] = hashes[j + 1]!; u[o + 2] = locals[j]!; u[o + 3] = locals[j + 1]!;
+      }
+      pLo = hashes[2 * (from + k - 1)]!; pHi = hashes[2 * (from + k - 1) + 1]!; hp = true;
+    }
+  }
+
+  removed(hashes: Uint32Array, n: number): void {
+    const perRecord = Math.max(1, Math.floor((this.limits.maxBytes - HEADER) / 8));
+    for (let from = 0; from < n; from += perRecord) {
+      const k = Math.min(perRecord, n - from);
+      const w = this.#header(EventKind.removed, false, k, 0, 8 * k) >>> 2;
+      this.#u32.set(hashes.subarray(2 * from, 2 * (from + k)), w);
+    }
+  }
+
+  cleared(): void {
+    this.#header(EventKind.cleared, false, 0, 0, 0);
+  }
+
+  /** Sets the slot of records `from` onwards. */
+  setSlot(slot: number, from = 0): void {
+    for (let r = from; r < this.#starts.length; r++) this.#u32[(this.#starts[r]! >>> 2) + 1] = slot;
+  }
+
+  /** The records as consecutive chunks of at most `limits.maxBytes` bytes (views; consume before the next write). */
+  *chunks(): Generator<Uint8Array> {
+    const s = this.#starts, max = this.limits.maxBytes;
+    const endOf = (r: number): number => (r + 1 < s.length ? s[r + 1]! : this.#len);
+    for (let from = 0; from < s.length;) {
+      let to = from + 1;
+      while (to < s.length && endOf(to) - s[from]! <= max) to++;
+      yield this.#buf.subarray(s[from]!, endOf(to - 1));
+      from = to;
+    }
+  }
+
+  /** An independent copy of the records (for batches held while a replay runs). */
+  snapshot(): { bytes: Uint8Array; starts: number[] } {
+    return { bytes: this.#buf.slice(0, this.#len), starts: this.#starts.slice() };
+  }
+
+  /** Replaces the contents with a snapshot. */
+  restore(snap: { bytes: Uint8Array; starts: number[] }): void {
+    this.reset();
+    this.#ensure(snap.bytes.length);
+    this.#buf.set(snap.bytes);
+    this.#len = snap.bytes.length;
+    this.#starts.push(...snap.starts);
+  }
+
+  /** Appends a record header; returns the byte offset of its body (8-aligned). */
+  #header(kind: number, hasParent: boolean, count: number, aux: number, body: number): number {
+    this.#ensure(HEADER + body);
+    const at = this.#len;
+    const w = at >>> 2, u = this.#u32;
+    u[w] = kind | (hasParent ? HAS_PARENT << 8 : 0);
+    u[w + 1] = 0;
+    u[w + 2] = count;
+    u[w + 3] = aux;
+    this.#starts.push(at);
+    this.#len = at + HEADER + body;
+    return at + HEADER;
+  }
+
+  #ensure(extra: number): void {
+    if (this.#len + extra <= this.#buf.length) return;
+    let size = this.#buf.length * 2;
+    while (size < this.#len + extra) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.#buf.subarray(0, this.#len));
+    this.#buf = next;
+    this.#u32 = new Uint32Array(next.buffer);
+  }
+}

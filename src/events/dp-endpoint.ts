@@ -1,0 +1,20 @@
+/**
+ * @module Where data-parallel rank r of an engine publishes: vLLM and SGLang offset a tcp port by r and suffix
+ * inproc (and, by the same rule here, ipc) names with `_dp{r}`, for the live and the replay endpoint alike
+ * (engine-interop.md §2.3). Rank 0 keeps the configured endpoint.
+ */
+import { KvgateError } from "../core/errors.ts";
+
+export function endpointForRank(endpoint: string, rank: number): string {
+  if (!Number.isInteger(rank) || rank < 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `bad dp rank ${rank}`);
+  if (rank === 0) return endpoint;
+  if (endpoint.startsWith("tcp://")) {
+    const m = /^(tcp:\/\/.*):(\d+)$/.exec(endpoint);
+    if (!m) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `tcp endpoint without a port: ${endpoint}`);
+    const port = Number(m[2]) + rank;
+    if (port > 65535) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${endpoint} + rank ${rank} is beyond port 65535`);
+    return `${m[1]}:${port}`;
+  }
+  if (endpoint.startsWith("inproc://") || endpoint.startsWith("ipc://")) return `${endpoint}_dp${rank}`;
+  throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unsupported ZeroMQ endpoint ${endpoint}`);
+}

@@ -1,0 +1,182 @@
+/**
+ * @module Reads one engine KV event (vLLM or SGLang; legacy positional array or tagged map) into a reusable scratch
+ * record of typed arrays, so a batch of thousands of blocks is decoded without allocating per block. Field names
+ * and positions follow vllm/distributed/kv_events.py through every version (engine-interop.md §2.1–2.2, §3).
+ */
+import { corruptEvent, type MsgpackCursor } from "./msgpack-cursor.ts";
+
+export const TAG_UNKNOWN = 0;
+export const TAG_STORED = 1;
+export const TAG_REMOVED = 2;
+export const TAG_CLEARED = 3;
+
+// Field ids equal BlockStored's positions in the legacy array form (tag at 0).
+const F_SKIP = 0, F_HASHES = 1, F_PARENT = 2, F_TOKENS = 3, F_BLOCK_SIZE = 4, F_LORA_ID = 5, F_MEDIUM = 6,
+  F_LORA_NAME = 7, F_EXTRA_KEYS = 8, F_GROUP = 9, F_SPEC_KIND = 10;
+/** Legacy positions: BlockStored [tag, hashes, parent, tokens, block_size, lora_id, medium, lora_name, extra_keys, group_idx, spec_kind, …]. */
+const STORED_LAYOUT = [F_SKIP, F_HASHES, F_PARENT, F_TOKENS, F_BLOCK_SIZE, F_LORA_ID, F_MEDIUM, F_LORA_NAME, F_EXTRA_KEYS, F_GROUP, F_SPEC_KIND];
+/** BlockRemoved [tag, hashes, medium, group_idx]. */
+const REMOVED_LAYOUT = [F_SKIP, F_HASHES, F_MEDIUM, F_GROUP];
+const NO_LAYOUT: number[] = [];
+
+const enc = new TextEncoder();
+const TAGS = ["BlockStored", "BlockRemoved", "AllBlocksCleared"].map((s) => enc.encode(s));
+/** Map keys in field-id order; index 0 is the tag key. */
+const MAP_KEYS = ["type", "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
+  "extra_keys", "group_idx", "kv_cache_spec_kind"].map((s) => enc.encode(s));
+
+export class EventScratch {
+  tag = TAG_UNKNOWN;
+  /** Block hashes as (low, high) u32 pairs. */
+  hashes = new Uint32Array(128);
+  nHashes = 0;
+  hasParent = false;
+  parent = new Uint32Array(2);
+  /** Flat token ids; for EAGLE bigrams, the first of each pair plus the last pair's second (n·bs + 1 ids). */
+  tokens = new Uint32Array(2048);
+  nTokens = 0;
+  eagle = false;
+  /** -1 when the event carries none. */
+  blockSize = -1;
+  medium: string | null = null;
+  loraId: number | null = null;
+  loraName: string | null = null;
+  /** Some block's extra_keys hold more than the LoRA name (multimodal hashes, cache_salt, prompt embeds). */
+  foreignExtraKeys = false;
+  /** -1 when absent. */
+  groupIdx = -1;
+  specKind: string | null = null;
+  #seen = 0;
+  #extraKeysAt = -1;
+
+  #reset(): void {
+    this.tag = TAG_UNKNOWN;
+    this.nHashes = 0;
+    this.hasParent = false;
+    this.nTokens = 0;
+    this.eagle = false;
+    this.blockSize = -1;
+    this.medium = null;
+    this.loraId = null;
+    this.loraName = null;
+    this.foreignExtraKeys = false;
+    this.groupIdx = -1;
+    this.specKind = null;
+    this.#seen = 0;
+    this.#extraKeysAt = -1;
+  }
+
+  /** Reads the event at the cursor. Malformed known fields throw; unknown tags and fields are skipped. */
+  read(c: MsgpackCursor): void {
+    this.#reset();
+    if (c.isArray()) {
+      const n = c.array();
+      if (n === 0) throw corruptEvent("empty event array");
+      if (!c.isStr()) throw corruptEvent("event tag is not a string");
+      this.tag = c.key(TAGS) + 1;
+      const layout = this.tag === TAG_STORED ? STORED_LAYOUT : this.tag === TAG_REMOVED ? REMOVED_LAYOUT : NO_LAYOUT;
+      for (let i = 1; i < n; i++) this.#field(c, layout[i] ?? F_SKIP);
+    } else if (c.isMap()) {
+      const n = c.map();
+      for (let i = 0; i < n; i++) {
+        if (!c.isStr()) { c.skip(); c.skip(); continue; }
+        const k = c.key(MAP_KEYS);
+        if (k === 0) {
+          if (!c.isStr()) throw corruptEvent("event type is not a string");
+          this.tag = c.key(TAGS) + 1;
+        } else {
+          this.#field(c, k < 0 ? F_SKIP : k);
+        }
+      }
+    } else {
+      throw corruptEvent("an event is neither an array nor a map");
+    }
+    const required = this.tag === TAG_STORED ? (1 << F_HASHES) | (1 << F_TOKENS) : this.tag === TAG_REMOVED ? 1 << F_HASHES : 0;
+    if ((this.#seen & required) !== required) throw corruptEvent("event misses block_hashes or token_ids");
+    if (this.#extraKeysAt >= 0) this.#checkExtraKeys(c);
+  }
+
+  #field(c: MsgpackCursor, f: number): void {
+    this.#seen |= 1 << f;
+    switch (f) {
+      case F_HASHES: this.#readHashes(c); return;
+      case F_PARENT:
+        if (c.isNil()) { c.pos++; return; }
+        c.hash(this.parent, 0);
+        this.hasParent = true;
+        return;
+      case F_TOKENS: this.#readTokens(c); return;
+      case F_BLOCK_SIZE: if (c.isNil()) c.pos++; else this.blockSize = c.uint(); return;
+      case F_LORA_ID: if (c.isNil()) c.pos++; else this.loraId = c.int(); return;
+      case F_MEDIUM: this.medium = optStr(c); return;
+      case F_LORA_NAME: this.loraName = optStr(c); return;
+      case F_EXTRA_KEYS: this.#extraKeysAt = c.pos; c.skip(); return;
+      case F_GROUP: if (c.isNil()) c.pos++; else this.groupIdx = c.int(); return;
+      case F_SPEC_KIND: this.specKind = optStr(c); return;
+      default: c.skip();
+    }
+  }
+
+  #readHashes(c: MsgpackCursor): void {
+    const n = c.array();
+    if (this.hashes.length < 2 * n) this.hashes = new Uint32Array(Math.max(2 * n, this.hashes.length * 2));
+    const h = this.hashes;
+    for (let i = 0; i < n; i++) c.hash(h, 2 * i);
+    this.nHashes = n;
+  }
+
+  #readTokens(c: MsgpackCursor): void {
+    const n = c.array();
+    if (this.tokens.length < n + 1) this.tokens = new Uint32Array(Math.max(n + 1, this.tokens.length * 2));
+    const t = this.tokens;
+    if (n > 0 && c.isArray()) {
+      // EAGLE bigrams [(t0,t1),(t1,t2),…]: keep the firsts, then the last pair's second.
+      this.eagle = true;
+      for (let i = 0; i < n; i++) {
+        if (c.array() !== 2) throw corruptEvent("EAGLE token pair is not a pair");
+        t[i] = tokenId(c);
+        const second = tokenId(c);
+        if (i === n - 1) t[n] = second;
+      }
+      this.nTokens = n + 1;
+      return;
+    }
+    for (let i = 0; i < n; i++) {
+      const b = c.buf[c.pos]!;
+      // Fast path for the common encodings (fixint, uint8, uint16); everything else through the checked reader.
+      if (b <= 0x7f && c.pos < c.end) { t[i] = b; c.pos++; }
+      else if (b === 0xcd && c.end - c.pos >= 3) { t[i] = (c.buf[c.pos + 1]! << 8) | c.buf[c.pos + 2]!; c.pos += 3; }
+      else t[i] = tokenId(c);
+    }
+    this.nTokens = n;
+  }
+
+  /** A block's extra keys are benign when absent or when they only name the event's LoRA adapter. */
+  #checkExtraKeys(c: MsgpackCursor): void {
+    const end = c.pos;
+    c.pos = this.#extraKeysAt;
+    if (c.isNil()) { c.pos = end; return; }
+    if (!c.isArray()) { this.foreignExtraKeys = true; c.pos = end; return; }
+    const n = c.array();
+    for (let i = 0; i < n && !this.foreignExtraKeys; i++) {
+      if (c.isNil()) { c.pos++; continue; }
+      if (!c.isArray()) { this.foreignExtraKeys = true; break; }
+      const m = c.array();
+      for (let j = 0; j < m; j++) {
+        if (!c.isStr() || c.str() !== this.loraName) { this.foreignExtraKeys = true; break; }
+      }
+    }
+    c.pos = end;
+  }
+}
+
+function optStr(c: MsgpackCursor): string | null {
+  if (c.isNil()) { c.pos++; return null; }
+  return c.str();
+}
+
+function tokenId(c: MsgpackCursor): number {
+  const v = c.uint();
+  if (v > 0xffffffff) throw corruptEvent(`token id ${v} beyond u32`);
+  return v;
+}

@@ -1,0 +1,150 @@
+/**
+ * @module Subscribes to engines' KV events over ZeroMQ: one SUB socket per (worker, dp rank) endpoint, reconnecting
+ * by itself, each feeding a KvEventStream of the shared hub, with a DEALER replay client per endpoint when the
+ * engine has a replay socket. Node-only because `zeromq` is a native module (it crashes under Bun 1.4.5); the
+ * decoding, ordering and recovery logic lives runtime-neutral in src/events.
+ */
+import { Subscriber } from "zeromq";
+import { KvgateError } from "../core/errors.ts";
+import type { KvIndex } from "../core/kv-index.ts";
+import { endpointForRank } from "../events/dp-endpoint.ts";
+import { KvEventHub, type IngestTotals, type StreamStatus } from "../events/kv-event-hub.ts";
+import type { KvEventStream, KvEventStreamOptions } from "../events/kv-event-stream.ts";
+import { ZmqReplayClient } from "./zmq-replay-client.ts";
+
+export interface EngineEventEndpoint extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
+  /** The engine's KV-event PUB endpoint for rank 0 as this process reaches it, e.g. `tcp://10.0.0.5:5557`. */
+  endpoint: string;
+  /** The engine's replay ROUTER endpoint for rank 0 (vLLM `replay_endpoint`), if it has one. */
+  replayEndpoint?: string;
+  /** Data-parallel ranks: a count (ranks 0…n−1) or the list. Rank r listens on port + r. Default 1. */
+  dpRanks?: number | readonly number[];
+  /** Topic prefix subscribed to (vLLM `topic`). Default "" (every message). */
+  topic?: string;
+  /** Bind the endpoint instead of connecting (when the engine is configured to connect to kvgate). */
+  bind?: boolean;
+}
+
+export interface ZmqSubscriberOptions {
+  /** Shared with other transports (e.g. an HTTP bridge); created for `index` when absent. */
+  hub?: KvEventHub;
+  /** Ingest defaults for every worker (tier weights, kvGroup, …). */
+  defaults?: Partial<KvEventStreamOptions>;
+  replayTimeoutMs?: number;
+  /** ZeroMQ reconnect backoff. Defaults 100 ms, doubling up to 5,000 ms. */
+  reconnectIntervalMs?: number;
+  reconnectMaxIntervalMs?: number;
+  /** Messages queued per socket before ZeroMQ drops (vLLM's publisher uses 100,000). */
+  receiveHighWaterMark?: number;
+}
+
+export interface TransportCounters {
+  connects: number;
+  disconnects: number;
+  /** Receive loops that ended with an error other than the socket being closed. */
+  socketErrors: number;
+}
+
+interface Attached {
+  worker: string;
+  sockets: Subscriber[];
+  replays: ZmqReplayClient[];
+  loops: Promise<void>[];
+}
+
+export class ZmqKvEventSubscriber {
+  readonly hub: KvEventHub;
+  readonly transport: TransportCounters = { connects: 0, disconnects: 0, socketErrors: 0 };
+  readonly #workers = new Map<string, Attached>();
+
+  constructor(readonly index: KvIndex, readonly options: ZmqSubscriberOptions = {}) {
+    this.hub = options.hub ?? new KvEventHub(index, options.defaults);
+  }
+
+  /** Starts receiving a worker's events on each of its ranks; returns the streams (rank order). */
+  async attach(ep: EngineEventEndpoint): Promise<KvEventStream[]> {
+    if (this.#workers.has(ep.worker)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${ep.worker} is already attached`);
+    const ranks = typeof ep.dpRanks === "number" ? Array.from({ length: ep.dpRanks }, (_, i) => i) : [...(ep.dpRanks ?? [0])];
+    const a: Attached = { worker: ep.worker, sockets: [], replays: [], loops: [] };
+    this.#workers.set(ep.worker, a);
+    const streams: KvEventStream[] = [];
+    try {
+      for (const rank of ranks) {
+        const replay = ep.replayEndpoint
+          ? new ZmqReplayClient(endpointForRank(ep.replayEndpoint, rank), { timeoutMs: this.options.replayTimeoutMs })
+          : undefined;
+        if (replay) a.replays.push(replay);
+        const { endpoint: _e, replayEndpoint: _r, dpRanks: _d, topic: _t, bind: _b, ...streamOpts } = ep;
+        const stream = this.hub.open({ ...streamOpts, dpRank: rank, replay });
+        streams.push(stream);
+        const sock = this.#socket();
+        a.sockets.push(sock);
+        sock.subscribe(ep.topic ?? "");
+        const url = endpointForRank(ep.endpoint, rank);
+        if (ep.bind) await sock.bind(url);
+        else sock.connect(url);
+        a.loops.push(this.#receive(sock, stream));
+      }
+    } catch (e) {
+      await this.detach(ep.worker);
+      throw e;
+    }
+    return streams;
+  }
+
+  /** Stops a worker's sockets and streams; its index entries go too unless `keepEntries`. */
+  async detach(worker: string, opts: { keepEntries?: boolean } = {}): Promise<void> {
+    const a = this.#workers.get(worker);
+    if (!a) return;
+    this.#workers.delete(worker);
+    for (const r of a.replays) r.close();
+    for (const s of a.sockets) if (!s.closed) s.close();
+    await Promise.allSettled(a.loops);
+    this.hub.close(worker, opts);
+  }
+
+  async close(opts: { keepEntries?: boolean } = {}): Promise<void> {
+    for (const w of [...this.#workers.keys()]) await this.detach(w, opts);
+  }
+
+  /** Ingest totals (see IngestCounters) plus socket connects, disconnects and errors. */
+  counters(): IngestTotals & TransportCounters {
+    return { ...this.hub.counters(), ...this.transport };
+  }
+
+  status(): StreamStatus[] {
+    return this.hub.status();
+  }
+
+  /** Resolves once no stream has a replay in flight. */
+  async settled(): Promise<void> {
+    for (const s of this.hub.streams()) await s.settled();
+  }
+
+  #socket(): Subscriber {
+    const o = this.options;
+    const sock = new Subscriber({
+      linger: 0,
+      reconnectInterval: o.reconnectIntervalMs ?? 100,
+      reconnectMaxInterval: o.reconnectMaxIntervalMs ?? 5_000,
+      receiveHighWaterMark: o.receiveHighWaterMark ?? 100_000,
+    });
+    sock.events.on("connect", () => { this.transport.connects++; });
+    sock.events.on("accept", () => { this.transport.connects++; });
+    sock.events.on("disconnect", () => { this.transport.disconnects++; });
+    return sock;
+  }
+
+  /** Feeds every message to the stream until the socket is closed; an unexpected receive error restarts the loop. */
+  async #receive(sock: Subscriber, stream: KvEventStream): Promise<void> {
+    while (!sock.closed) {
+      try {
+        for await (const frames of sock) stream.onMessage(frames);
+      } catch {
+        if (sock.closed) return;
+        this.transport.socketErrors++;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+}
