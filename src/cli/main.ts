@@ -1,10 +1,12 @@
 /** @module kvgate's command dispatcher: pure functions from arguments to output, run by src/runtime/cli.ts. */
 import { createKvIndex } from "../core/create-kv-index.ts";
+import { serveHelp } from "../gateway/config-load.ts";
 import { HASH_USAGE, runHash } from "./hash-command.ts";
 
 export const USAGE = `usage: kvgate <command> [options]
 commands:
   hash     print a prompt's block hashes (local and chained)
+  serve    run the gateway (kvgate serve --help lists every option)
   sim      run a simulated OpenAI-compatible engine (kvgate sim --help)
   help     this text
 ${HASH_USAGE}`;
@@ -23,6 +25,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.write(runHash(index, rest, io.stdin));
       return 0;
     }
+    case "serve":
+      // Serving owns the process (sockets, signals), so src/runtime/cli.ts starts it; only the help is pure.
+      io.write(serveHelp());
+      return rest.some((a) => a === "--help" || a === "-h") ? 0 : 2;
     case undefined:
     case "help":
     case "--help":

@@ -1,0 +1,60 @@
+/**
+ * @module createApp: the gateway's Hono app over a GatewayState — routes, body limits, error handling and
+ * housekeeping on demand. Web standards only, so the same app serves Node, Bun, Deno and Workers.
+ */
+import { Hono, type Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { completionHandler } from "./completion-handler.ts";
+import type { GatewayState } from "./gateway-state.ts";
+import { notFoundResponse, toErrorResponse } from "./http-errors.ts";
+import { routePreviewHandler } from "./route-preview.ts";
+import { adminRoutes } from "./routes-admin.ts";
+
+export interface AppHooks {
+  /** Runs housekeeping when it is due; a returned promise is background work (health probes). */
+  maybeTick(): Promise<void> | undefined;
+}
+
+/** Workers end a request's background work with the response unless it is handed to waitUntil. */
+function keepAlive(c: Context, p: Promise<void>): void {
+  let ctx: { waitUntil(p: Promise<unknown>): void } | undefined;
+  try {
+    ctx = c.executionCtx;
+  } catch {
+    // Not on Workers: the promise runs on by itself.
+  }
+  ctx?.waitUntil(p.catch(() => {}));
+}
+
+export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
+  const app = new Hono();
+  app.onError((err) => toErrorResponse(err, (m) => gw.log("warn", m)));
+  app.notFound((c) => notFoundResponse(c.req.method, c.req.url));
+
+  app.use("*", async function housekeeping(c, next) {
+    const p = hooks.maybeTick();
+    if (p) keepAlive(c, p);
+    await next();
+  });
+  app.use("/v1/*", async function countRequests(c, next) {
+    await next();
+    gw.metrics.requests.inc({ endpoint: c.req.routePath, code: c.res.status });
+  });
+
+  app.get("/health", (c) => c.json({ status: "ok" }));
+  app.get("/ready", (c) => {
+    const ranks = gw.router.snapshot().ranks;
+    const healthy = new Set(ranks.filter((r) => r.health === "healthy").map((r) => r.worker)).size;
+    const ready = healthy > 0;
+    return c.json({ status: ready ? "ready" : "not_ready", workers: gw.fleet.size, healthy_workers: healthy }, ready ? 200 : 503);
+  });
+  app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
+  app.get("/v1/models", (c) => c.json({ object: "list", data: gw.fleet.models() }));
+
+  const limit = bodyLimit({ maxSize: gw.config.maxBodyBytes });
+  app.post("/v1/chat/completions", limit, completionHandler(gw, "chat"));
+  app.post("/v1/completions", limit, completionHandler(gw, "completions"));
+  app.post("/v1/route", limit, routePreviewHandler(gw));
+  app.route("/admin", adminRoutes(gw));
+  return app;
+}

@@ -1,0 +1,80 @@
+/**
+ * @module POST /v1/chat/completions and /v1/completions: read and check the body, tokenize the prompt, route and
+ * dispatch it, then stream (SseRelay) or return the worker's answer. The worker validates everything kvgate does
+ * not need for routing; its 4xx answers pass through unchanged.
+ */
+import type { Context } from "hono";
+import { KvgateError } from "../core/errors.ts";
+import { dispatch, type Dispatched } from "./dispatch.ts";
+import { decisionHeaders, prepareExchange } from "./exchange.ts";
+import type { Exchange, GatewayState } from "./gateway-state.ts";
+import { readJsonObject } from "./http-errors.ts";
+import type { Endpoint } from "./prompt-tokens.ts";
+import { previewBody } from "./route-preview.ts";
+import { SseRelay } from "./sse-relay.ts";
+import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
+
+function respond(body: BodyInit | null, upstream: Response, extra: Record<string, string>): Response {
+  const headers = clientHeaders(upstream.headers);
+  for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+  return new Response(body, { status: upstream.status, headers });
+}
+
+async function passThrough(gw: GatewayState, d: Dispatched, requestId: string): Promise<Response> {
+  const bytes = await d.attempt.res.arrayBuffer().catch(() => new ArrayBuffer(0));
+  d.handle.fail();
+  return respond(bytes, d.attempt.res, decisionHeaders(d.signals, requestId));
+}
+
+/** A whole (non-streamed) answer: nothing reaches the client before it is complete, so any failure is retried. */
+async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise<Response> {
+  let d = first;
+  for (;;) {
+    if (!d.attempt.res.ok) return passThrough(gw, d, ex.requestId);
+    try {
+      const bytes = await readAll(d.attempt.res, gw.config.upstream.idleTimeoutMs);
+      d.handle.firstToken();
+      d.handle.finish();
+      try {
+        gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
+      } catch {
+        // not JSON: nothing to learn from it
+      }
+      gw.metrics.duration.observe({ endpoint: ex.endpoint }, (gw.fineNow() - ex.arrivedAt) / 1000);
+      return respond(bytes as Uint8Array<ArrayBuffer>, d.attempt.res, decisionHeaders(d.signals, ex.requestId));
+    } catch (e) {
+      if (ex.signal.aborted) {
+        d.handle.cancel();
+        gw.metrics.cancellations.inc();
+        throw new KvgateError("KVGATE_ERR_CANCELLED", "the client went away");
+      }
+      const f = e instanceof UpstreamFailure ? e : new UpstreamFailure("stream", String((e as Error)?.message ?? e));
+      const worker = d.signals.worker;
+      d.handle.fail();
+      gw.metrics.upstreamFailures.inc({ kind: f.kind });
+      if (f.kind === "stream") gw.health.connectFailed(worker);
+      if (ex.ext.target || ex.retriesLeft <= 0) throw f.toKvgateError(worker);
+      ex.retriesLeft--;
+      ex.excluded.push(worker);
+      gw.metrics.retries.inc({ reason: f.kind });
+      d = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
+    }
+  }
+}
+
+export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
+  return async function completions(c: Context): Promise<Response> {
+    const ex = await prepareExchange(gw, c, endpoint, await readJsonObject(c.req.raw));
+    if (ex.ext.queryOnly) {
+      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
+      return c.json(previewBody(signals, ex.tokenizeMs));
+    }
+    const first = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
+    const res = first.attempt.res;
+    if (!res.ok) return passThrough(gw, first, ex.requestId);
+    if (ex.stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      return new SseRelay(gw, ex, first).response(decisionHeaders(first.signals, ex.requestId));
+    }
+    return whole(gw, ex, first);
+  };
+}

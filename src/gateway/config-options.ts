@@ -1,0 +1,90 @@
+/**
+ * @module Every gateway option in one table — its JSON path, CLI flag, `KVGATE_*` variable, type, default and
+ * meaning — so the parser, the defaults and `kvgate serve --help` can never disagree.
+ */
+
+export type OptionKind =
+  | { type: "int"; min: number; max: number }
+  | { type: "number"; min: number; max: number }
+  | { type: "string" }
+  | { type: "bool" }
+  | { type: "enum"; values: readonly string[] }
+  /** An integer, or "off" for null. */
+  | { type: "int-or-off"; min: number; max: number }
+  /** Repeatable flag; the env var holds several entries separated by ";" (or whitespace for workers). */
+  | { type: "workers" }
+  | { type: "tokenizers" };
+
+export interface OptionSpec {
+  /** Dotted path in the JSON config file and in GatewayConfig. */
+  key: string;
+  /** CLI flag without the leading dashes; the env var is KVGATE_ + flag in upper snake case. */
+  flag: string;
+  kind: OptionKind;
+  default: unknown;
+  doc: string;
+  group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream";
+}
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER): OptionKind => ({ type: "int", min, max });
+const num = (min: number, max = Number.MAX_VALUE): OptionKind => ({ type: "number", min, max });
+const str: OptionKind = { type: "string" };
+const bool: OptionKind = { type: "bool" };
+const oneOf = (...values: string[]): OptionKind => ({ type: "enum", values });
+
+export const OPTIONS: readonly OptionSpec[] = [
+  // server
+  { group: "server", key: "host", flag: "host", kind: str, default: "127.0.0.1", doc: "listen address (Node, Bun, Deno; Workers ignore it)" },
+  { group: "server", key: "port", flag: "port", kind: int(0, 65535), default: 8080, doc: "listen port; 0 picks a free one" },
+  { group: "server", key: "adminToken", flag: "admin-token", kind: str, default: "", doc: "bearer token for /admin/* (workers, KV-event ingest); empty disables the admin API" },
+  { group: "server", key: "maxBodyBytes", flag: "max-body-bytes", kind: int(1024), default: 16 << 20, doc: "largest request body accepted; larger ones get 413" },
+  { group: "server", key: "tickMs", flag: "tick-ms", kind: int(10, 60_000), default: 250, doc: "housekeeping period: stale bookings, queue waits, TTLs, health probes" },
+  { group: "server", key: "log", flag: "log", kind: oneOf("info", "warn", "off"), default: "info", doc: "log level (to stderr)" },
+  // fleet
+  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false][,total_kv_blocks=N][,max_batched_tokens=N]; repeatable. Without models= the worker's /v1/models is asked at start" },
+  { group: "fleet", key: "blockSize", flag: "block-size", kind: int(1, 1 << 16), default: 16, doc: "tokens per KV block for workers that do not say (must equal the engine's)" },
+  { group: "fleet", key: "kvEvents", flag: "kv-events", kind: oneOf("auto", "on", "off"), default: "auto", doc: "default for workers without kv_events=: on = the worker pushes KV events to /admin/kv-events; off = kvgate records its own routing decisions; auto = on when every model of the worker has a precise tokenizer" },
+  // tokenizer
+  { group: "tokenizer", key: "tokenizers", flag: "tokenizer", kind: { type: "tokenizers" }, default: {}, doc: "MODEL=SOURCE: precise tokenization for MODEL from SOURCE, a directory or URL prefix holding tokenizer.json and tokenizer_config.json; repeatable. Models without one are routed in approximate mode" },
+  { group: "tokenizer", key: "tokenizerMaxLoaded", flag: "tokenizer-max-loaded", kind: int(1, 1024), default: 4, doc: "precise tokenizers kept in memory at once" },
+  // router
+  { group: "router", key: "router.overlapWeight", flag: "overlap-weight", kind: num(0), default: 1, doc: "weight of uncached prefill blocks against decode blocks in the cost" },
+  { group: "router", key: "router.temperature", flag: "temperature", kind: num(0), default: 0, doc: "0 = cheapest worker; > 0 samples a softmax over normalised costs" },
+  { group: "router", key: "router.assumeKvReuse", flag: "assume-kv-reuse", kind: bool, default: true, doc: "count prompt blocks shared by in-flight requests once per worker" },
+  { group: "router", key: "router.queueThreshold", flag: "queue-threshold", kind: { type: "int-or-off", min: 0, max: 1_000_000 }, default: 4, doc: "park requests when every worker holds more than this × max batched tokens of prefill; off disables the queue" },
+  { group: "router", key: "router.queuePolicy", flag: "queue-policy", kind: oneOf("fcfs", "lcfs", "wspt"), default: "fcfs", doc: "order of the admission queue" },
+  { group: "router", key: "router.queueMaxLength", flag: "queue-max-length", kind: int(0), default: 1024, doc: "requests parked at once; more get 429" },
+  { group: "router", key: "router.queueMaxWaitMs", flag: "queue-max-wait-ms", kind: int(0), default: 60_000, doc: "longest wait in the queue before 429" },
+  { group: "router", key: "router.retryAfterMs", flag: "retry-after-ms", kind: int(0), default: 1_000, doc: "Retry-After suggested with a 429" },
+  { group: "router", key: "router.busyDecodeBlocksFrac", flag: "busy-decode-blocks-frac", kind: num(0), default: undefined, doc: "a worker is busy above this fraction of its KV blocks in active decode (needs total_kv_blocks); unset = off" },
+  { group: "router", key: "router.busyPrefillTokens", flag: "busy-prefill-tokens", kind: num(0), default: undefined, doc: "a worker is busy above this many active prefill tokens; unset = off" },
+  { group: "router", key: "router.busyPrefillTokensFrac", flag: "busy-prefill-tokens-frac", kind: num(0), default: undefined, doc: "a worker is busy above this fraction of max_batched_tokens in active prefill; unset = off" },
+  { group: "router", key: "router.sessionHeader", flag: "session-header", kind: str, default: "x-session-id", doc: "request header carrying a session id (sticky routing)" },
+  { group: "router", key: "router.affinityMode", flag: "affinity-mode", kind: oneOf("hard", "soft"), default: "hard", doc: "hard: a session stays on its worker; soft: its worker is preferred" },
+  { group: "router", key: "router.sessionTtlMs", flag: "session-ttl-ms", kind: int(0), default: 300_000, doc: "idle time before a session binding is forgotten; 0 disables sessions" },
+  { group: "router", key: "router.approxTtlMs", flag: "approx-ttl-ms", kind: int(1), default: 120_000, doc: "lifetime of blocks kvgate records for workers without KV events" },
+  { group: "router", key: "router.staleBookingMs", flag: "stale-booking-ms", kind: int(1), default: 300_000, doc: "bookings older than this are freed (a lost stream cannot leak load)" },
+  { group: "router", key: "router.seed", flag: "seed", kind: int(0, 0xffffffff), default: 0x6b766761, doc: "seed of the router's random choices" },
+  // index
+  { group: "index", key: "index.capacity", flag: "index-capacity", kind: int(1024, 1 << 26), default: 1 << 18, doc: "(worker, block) entries the index holds; memory grows with it (2^18 ≈ 50 MB; keep ≤ 2^17 on Workers)" },
+  { group: "index", key: "index.maxSlots", flag: "index-max-slots", kind: int(1, 4096), default: 64, doc: "worker data-parallel ranks the index can hold" },
+  { group: "index", key: "index.maxPromptTokens", flag: "max-prompt-tokens", kind: int(16, 1 << 26), default: 131_072, doc: "longest prompt routed by cache; longer ones get 400" },
+  // upstream
+  { group: "upstream", key: "upstream.headersTimeoutMs", flag: "upstream-timeout-ms", kind: int(1), default: 300_000, doc: "wait for a worker's response headers (a non-streamed response's headers come when it is done); then 504 or retry" },
+  { group: "upstream", key: "upstream.idleTimeoutMs", flag: "upstream-idle-timeout-ms", kind: int(1), default: 120_000, doc: "longest silence inside a worker's response body before the attempt counts as failed" },
+  { group: "upstream", key: "upstream.retries", flag: "retries", kind: int(0, 16), default: 2, doc: "further workers tried when one fails before the first token (connect error, 408/429/5xx, broken stream)" },
+  { group: "upstream", key: "upstream.migrationLimit", flag: "migration-limit", kind: int(0, 16), default: 3, doc: "times a stream that broke after its first token is continued on another worker; 0 disables" },
+  { group: "upstream", key: "upstream.streamUsage", flag: "stream-usage", kind: bool, default: true, doc: "ask streaming workers for usage (include_usage) to measure actual cache hits; the extra chunk is removed when the client did not ask" },
+  { group: "upstream", key: "upstream.healthProbeMs", flag: "health-probe-ms", kind: int(0), default: 2_000, doc: "a worker that refused a connection is marked unhealthy and its /health probed this often; 0 = never mark" },
+];
+
+/** KVGATE_ + the flag in upper snake case. */
+export function envName(o: OptionSpec): string {
+  return `KVGATE_${o.flag.replace(/-/g, "_").toUpperCase()}`;
+}
+
+/** Flags that are not options: where the JSON file is, and help. */
+export const CONFIG_FILE_FLAG = "config";
+export const CONFIG_FILE_ENV = "KVGATE_CONFIG";
+/** Inline JSON config, for hosts without a file system (Workers: a `[vars]` entry or secret). */
+export const CONFIG_JSON_ENV = "KVGATE_CONFIG_JSON";

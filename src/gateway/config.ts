@@ -1,0 +1,189 @@
+/**
+ * @module The gateway's typed configuration, its defaults (from the option table) and the parsers for the two
+ * structured values — worker specs and tokenizer sources — shared by the config loader and the admin API.
+ */
+import { KvgateError } from "../core/errors.ts";
+import type { WorkerRole } from "../routing/index.ts";
+import type { ModelTokenizerSource } from "../tokenize/index.ts";
+import { OPTIONS } from "./config-options.ts";
+
+/** One worker as configured (or added through the admin API); ids and models may be filled in later. */
+export interface WorkerConfig {
+  url: string;
+  /** Default: host:port of the url. */
+  id?: string;
+  /** Empty or absent: asked from the worker's /v1/models when it is added. */
+  models?: string[];
+  blockSize?: number;
+  dpStart?: number;
+  dpSize?: number;
+  role?: WorkerRole;
+  /** Absent: decided by the gateway's kvEvents setting. */
+  kvEvents?: boolean;
+  totalKvBlocks?: number;
+  maxBatchedTokens?: number;
+}
+
+export interface RouterOptions {
+  overlapWeight: number;
+  temperature: number;
+  assumeKvReuse: boolean;
+  queueThreshold: number | null;
+  queuePolicy: "fcfs" | "lcfs" | "wspt";
+  queueMaxLength: number;
+  queueMaxWaitMs: number;
+  retryAfterMs: number;
+  busyDecodeBlocksFrac?: number;
+  busyPrefillTokens?: number;
+  busyPrefillTokensFrac?: number;
+  sessionHeader: string;
+  affinityMode: "hard" | "soft";
+  sessionTtlMs: number;
+  approxTtlMs: number;
+  staleBookingMs: number;
+  seed: number;
+}
+
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  adminToken: string;
+  maxBodyBytes: number;
+  tickMs: number;
+  log: "info" | "warn" | "off";
+  workers: WorkerConfig[];
+  blockSize: number;
+  kvEvents: "auto" | "on" | "off";
+  tokenizers: Record<string, ModelTokenizerSource>;
+  tokenizerMaxLoaded: number;
+  router: RouterOptions;
+  index: { capacity: number; maxSlots: number; maxPromptTokens: number };
+  upstream: {
+    headersTimeoutMs: number;
+    idleTimeoutMs: number;
+    retries: number;
+    migrationLimit: number;
+    streamUsage: boolean;
+    healthProbeMs: number;
+  };
+}
+
+export function bad(message: string): never {
+  throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message);
+}
+
+/** Sets `path` (dotted) in a nested object, creating the intermediate objects. */
+export function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split(".");
+  let o = target;
+  for (const p of parts.slice(0, -1)) o = (o[p] ??= {}) as Record<string, unknown>;
+  o[parts[parts.length - 1]!] = value;
+}
+
+/** Every option at its default. */
+export function defaultConfig(): GatewayConfig {
+  const out: Record<string, unknown> = {};
+  for (const o of OPTIONS) {
+    const v = o.default;
+    setPath(out, o.key, Array.isArray(v) ? [...v] : typeof v === "object" && v !== null ? { ...v } : v);
+  }
+  return out as unknown as GatewayConfig;
+}
+
+const WORKER_KEYS: Record<string, keyof WorkerConfig> = {
+  url: "url", id: "id", models: "models", model: "models", block_size: "blockSize", dp_start: "dpStart", dp_size: "dpSize",
+  role: "role", kv_events: "kvEvents", total_kv_blocks: "totalKvBlocks", max_batched_tokens: "maxBatchedTokens",
+};
+
+function snake(k: string): string {
+  return k.replace(/-/g, "_").replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+function boolOf(v: unknown, name: string): boolean {
+  if (typeof v === "boolean") return v;
+  if (typeof v === "string" && /^(true|1|yes|on)$/i.test(v)) return true;
+  if (typeof v === "string" && /^(false|0|no|off)$/i.test(v)) return false;
+  return bad(`${name} must be true or false, got ${JSON.stringify(v)}`);
+}
+
+function intOf(v: unknown, name: string, min: number): number {
+  const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
+  if (typeof n !== "number" || !Number.isInteger(n) || n < min) bad(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** A worker from its JSON form (snake_case or camelCase keys) or its flag form `url=…,id=…,models=a|b` / a bare URL. */
+export function parseWorker(raw: unknown): WorkerConfig {
+  let fields: Record<string, unknown>;
+  if (typeof raw === "string") {
+    const s = raw.trim();
+    fields = {};
+    if (/^https?:\/\//i.test(s) && !s.includes(",")) fields.url = s;
+    else for (const part of s.split(",")) {
+      const eq = part.indexOf("=");
+      if (eq < 0) bad(`worker spec part ${JSON.stringify(part)} is not key=value`);
+      fields[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+    }
+  } else if (raw !== null && typeof raw === "object" && !Array.isArray(raw)) {
+    fields = raw as Record<string, unknown>;
+  } else {
+    return bad("a worker must be an object or a spec string");
+  }
+  const w: Partial<WorkerConfig> = {};
+  for (const [k0, v] of Object.entries(fields)) {
+    const k = WORKER_KEYS[snake(k0)];
+    if (!k) bad(`unknown worker field ${JSON.stringify(k0)}`);
+    if (v === undefined || v === null) continue;
+    switch (k) {
+      case "url":
+      case "id":
+      case "role":
+        if (typeof v !== "string" || v.length === 0) bad(`worker ${k} must be a non-empty string`);
+        (w as Record<string, unknown>)[k] = v;
+        break;
+      case "models":
+        w.models = typeof v === "string" ? v.split("|").map((m) => m.trim()).filter(Boolean) : Array.isArray(v) && v.every((m) => typeof m === "string" && m) ? [...v] : bad("worker models must be a list of names");
+        break;
+      case "kvEvents":
+        w.kvEvents = boolOf(v, "kv_events");
+        break;
+      default:
+        w[k] = intOf(v, snake(k), k === "dpStart" ? 0 : 1);
+    }
+  }
+  if (!w.url) bad("a worker needs a url");
+  let url: URL;
+  try {
+    url = new URL(w.url);
+  } catch {
+    return bad(`worker url ${JSON.stringify(w.url)} is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") bad(`worker url ${w.url} must be http(s)`);
+  w.url = w.url.replace(/\/+$/, "");
+  if (w.role !== undefined && !["aggregated", "prefill", "decode"].includes(w.role)) bad(`unknown worker role ${w.role}`);
+  return w as WorkerConfig;
+}
+
+/** `MODEL=SOURCE` (flag form) or a map entry (JSON form: a directory/URL string or a ModelTokenizerSource). */
+export function parseTokenizerSource(model: string, raw: unknown): ModelTokenizerSource {
+  if (!model) bad("a tokenizer needs a model name");
+  if (typeof raw === "string" && raw.length > 0) return { dir: raw };
+  if (raw !== null && typeof raw === "object" && !Array.isArray(raw)) {
+    const src = raw as ModelTokenizerSource;
+    if (!src.dir && !(src.tokenizerJson && src.tokenizerConfig)) bad(`tokenizer of ${model}: give dir, or tokenizerJson and tokenizerConfig`);
+    return { ...src };
+  }
+  return bad(`tokenizer of ${model} must be a directory, a URL prefix or an object`);
+}
+
+export function parseTokenizerFlag(s: string): [string, ModelTokenizerSource] {
+  const eq = s.indexOf("=");
+  if (eq <= 0) bad(`--tokenizer wants MODEL=SOURCE, got ${JSON.stringify(s)}`);
+  const model = s.slice(0, eq).trim();
+  return [model, parseTokenizerSource(model, s.slice(eq + 1).trim())];
+}
+
+/** The worker id a URL gets when none is given: its host and port. */
+export function defaultWorkerId(url: string): string {
+  return new URL(url).host;
+}

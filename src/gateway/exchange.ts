@@ -1,0 +1,65 @@
+/**
+ * @module From an HTTP request to an Exchange: the few body checks kvgate relies on, the model check, the routing
+ * extension, the body workers get (routing field removed, usage requested for streams) and the prompt's tokens.
+ */
+import type { Context } from "hono";
+import { KvgateError } from "../core/errors.ts";
+import { parseRoutingExtension, sessionIdFrom, type RouteSignals } from "../routing/index.ts";
+import type { Exchange, GatewayState } from "./gateway-state.ts";
+import type { Endpoint } from "./prompt-tokens.ts";
+import { upstreamHeaders } from "./upstream.ts";
+
+function bad(message: string, param: string): never {
+  throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message, { param });
+}
+
+/** The fields kvgate itself relies on; everything else is the worker's to judge. */
+export function checkBody(endpoint: Endpoint, body: Record<string, unknown>): void {
+  if (body.model !== undefined && body.model !== null && typeof body.model !== "string") bad("model must be a string", "model");
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") bad("stream must be a boolean", "stream");
+  const so = body.stream_options;
+  if (so !== undefined && so !== null && (typeof so !== "object" || Array.isArray(so))) bad("stream_options must be an object", "stream_options");
+  if (endpoint === "chat") {
+    if (!Array.isArray(body.messages) || body.messages.length === 0) bad("messages must be a non-empty array", "messages");
+    if (body.messages.some((m) => m === null || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string")) bad("every message needs a role", "messages");
+  } else if (body.prompt === undefined || body.prompt === null) {
+    bad("prompt is required", "prompt");
+  }
+}
+
+/** Parses, tokenizes and describes one request; shared with /v1/route. */
+export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>): Promise<Exchange> {
+  const arrivedAt = gw.fineNow();
+  checkBody(endpoint, raw);
+  const model = typeof raw.model === "string" ? raw.model : undefined;
+  if (model !== undefined && !gw.fleet.serves(model)) {
+    throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${model}\` does not exist.`, { param: "model" });
+  }
+  const ext = parseRoutingExtension(raw);
+  const body: Record<string, unknown> = { ...raw };
+  delete body.kvgate;
+  const stream = raw.stream === true;
+  let stripUsage = false;
+  const so = raw.stream_options as Record<string, unknown> | null | undefined;
+  if (stream && gw.config.upstream.streamUsage && so?.include_usage !== true) {
+    body.stream_options = { ...(so ?? {}), include_usage: true };
+    stripUsage = true;
+  }
+  const t = await gw.tokenizers.tokenize(endpoint, body, model);
+  gw.metrics.tokenized.inc({ mode: t.mode });
+  const requestId = gw.newRequestId();
+  return {
+    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText: JSON.stringify(body),
+    tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
+    headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
+    signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
+  };
+}
+
+/** Response headers that explain the decision (which worker, how much of the prompt it was predicted to hold). */
+export function decisionHeaders(s: RouteSignals, requestId: string): Record<string, string> {
+  return {
+    "x-kvgate-request-id": requestId, "x-kvgate-worker": s.worker, "x-kvgate-dp-rank": String(s.dpRank),
+    "x-kvgate-overlap-blocks": `${s.overlapBlocks}/${s.promptBlocks}`,
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * @module The gateway's Prometheus families (names follow the reference router's where it has one, with a
+ * `kvgate_` prefix) and the few helpers that feed them, so handlers record facts rather than metric plumbing.
+ */
+import type { KvIndex } from "../core/kv-index.ts";
+import type { RouteSignals, RouterSnapshot } from "../routing/index.ts";
+import { exponentialBuckets, MetricsRegistry } from "./metrics-registry.ts";
+
+const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
+const SECONDS = exponentialBuckets(0.001, 2, 18);
+/** Compute phases take microseconds: 1 µs … 16 ms. */
+const MS_FINE = exponentialBuckets(0.001, 2, 15);
+
+/** Index counter names → the status label of kvgate_kv_events_applied_total. */
+const EVENT_STATUS = {
+  applied: "ok", parentMissing: "parent_block_not_found", invalid: "invalid_block", capacity: "capacity",
+  unknownRemoved: "block_not_found", badSlot: "bad_slot", corrupt: "corrupt",
+} as const;
+export type EventCounters = Record<keyof typeof EVENT_STATUS, number>;
+
+export class GatewayMetrics {
+  readonly registry = new MetricsRegistry();
+  readonly requests = this.registry.counter("kvgate_requests_total", "Requests answered, by endpoint and HTTP status");
+  readonly ttft = this.registry.histogram("kvgate_time_to_first_token_seconds", "Arrival at kvgate to the first generated token forwarded (streams)", SECONDS);
+  readonly itl = this.registry.histogram("kvgate_inter_token_latency_seconds", "Average gap between generated tokens, per stream", SECONDS);
+  readonly duration = this.registry.histogram("kvgate_request_duration_seconds", "Arrival to the last byte, by endpoint", SECONDS);
+  readonly predictedHit = this.registry.histogram("kvgate_predicted_hit_rate", "Prompt blocks the chosen worker was predicted to hold / prompt blocks", RATE_BUCKETS);
+  readonly actualHit = this.registry.histogram("kvgate_actual_hit_rate", "usage.prompt_tokens_details.cached_tokens / prompt_tokens as the worker reported it", RATE_BUCKETS);
+  readonly predictedCached = this.registry.counter("kvgate_predicted_cached_tokens_total", "Prompt tokens predicted cached on the chosen worker");
+  readonly promptTokens = this.registry.counter("kvgate_reported_prompt_tokens_total", "Prompt tokens workers reported in usage");
+  readonly cachedTokens = this.registry.counter("kvgate_reported_cached_tokens_total", "Cached prompt tokens workers reported in usage");
+  readonly overhead = this.registry.histogram("kvgate_routing_overhead_ms", "Routing work per request by phase: tokenize, hash_match, schedule, queue (wait), total", MS_FINE);
+  readonly queueDepth = this.registry.gauge("kvgate_queue_pending_requests", "Requests parked in the admission queue");
+  readonly activeRequests = this.registry.gauge("kvgate_active_requests", "Requests holding a booking on a worker");
+  readonly workerBlocks = this.registry.gauge("kvgate_worker_active_decode_blocks", "KV blocks of in-flight requests per worker rank, as the router accounts them");
+  readonly workerPrefill = this.registry.gauge("kvgate_worker_active_prefill_tokens", "Prompt tokens not yet prefilled per worker rank");
+  readonly workerRequests = this.registry.gauge("kvgate_worker_active_requests", "In-flight requests per worker rank");
+  readonly workerHealthy = this.registry.gauge("kvgate_worker_healthy", "1 when the worker takes new requests");
+  readonly indexEntries = this.registry.gauge("kvgate_index_entries", "(worker, block) entries in the KV index");
+  readonly kvEvents = this.registry.counter("kvgate_kv_events_total", "KV events received, by event type");
+  readonly kvApplied = this.registry.counter("kvgate_kv_events_applied_total", "KV events applied to the index, by status");
+  readonly kvBatches = this.registry.counter("kvgate_kv_event_batches_total", "KV-event batches received, by result");
+  readonly retries = this.registry.counter("kvgate_retries_total", "Attempts repeated on another worker before the first token, by reason");
+  readonly migrations = this.registry.counter("kvgate_migrations_total", "Streams continued on another worker after their first token, by endpoint");
+  readonly upstreamFailures = this.registry.counter("kvgate_upstream_failures_total", "Failed worker attempts, by kind");
+  readonly cancellations = this.registry.counter("kvgate_client_cancellations_total", "Requests the client abandoned before the end");
+  readonly tokenized = this.registry.counter("kvgate_tokenized_requests_total", "Requests tokenized, by mode (precise or approximate)");
+
+  constructor() {
+    // Counters exist at 0 from the start so dashboards and rate() see them before the first event.
+    for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
+    for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
+    this.cancellations.inc(undefined, 0);
+  }
+
+  routed(s: RouteSignals, tokenizeMs: number): void {
+    this.predictedHit.observe(undefined, s.predictedHitRate);
+    this.predictedCached.inc(undefined, s.cachedTokens);
+    this.overhead.observe({ phase: "tokenize" }, tokenizeMs);
+    this.overhead.observe({ phase: "hash_match" }, s.timings.hashMatchMs);
+    this.overhead.observe({ phase: "schedule" }, s.timings.scheduleMs);
+    this.overhead.observe({ phase: "queue" }, s.timings.queueMs);
+    this.overhead.observe({ phase: "total" }, tokenizeMs + s.timings.hashMatchMs + s.timings.scheduleMs);
+  }
+
+  /** Records a worker's reported usage (the actual cache hit next to the predicted one). */
+  usage(u: unknown): void {
+    if (u === null || typeof u !== "object") return;
+    const { prompt_tokens: prompt, prompt_tokens_details: d } = u as { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
+    if (typeof prompt !== "number" || prompt <= 0) return;
+    this.promptTokens.inc(undefined, prompt);
+    const cached = d?.cached_tokens;
+    if (typeof cached === "number") {
+      this.cachedTokens.inc(undefined, cached);
+      this.actualHit.observe(undefined, Math.min(1, cached / prompt));
+    }
+  }
+
+  eventCounters(before: Record<string, number>, after: Record<string, number>): void {
+    for (const [k, status] of Object.entries(EVENT_STATUS)) {
+      const d = (after[k] ?? 0) - (before[k] ?? 0);
+      if (d > 0) this.kvApplied.inc({ status }, d);
+    }
+  }
+
+  /** The exposition text, with the load gauges refreshed from a router snapshot first. */
+  render(snap: RouterSnapshot, index: KvIndex): string {
+    this.queueDepth.set(undefined, snap.queueDepth);
+    this.activeRequests.set(undefined, snap.liveBookings);
+    for (const g of [this.workerBlocks, this.workerPrefill, this.workerRequests, this.workerHealthy]) g.reset();
+    for (const r of snap.ranks) {
+      const l = { worker: r.worker, dp_rank: r.dpRank };
+      this.workerBlocks.set(l, r.activeBlocks);
+      this.workerPrefill.set(l, r.activePrefillTokens);
+      this.workerRequests.set(l, r.activeRequests);
+      this.workerHealthy.set({ worker: r.worker }, r.health === "healthy" ? 1 : 0);
+    }
+    this.indexEntries.set(undefined, index.stats().entries);
+    return this.registry.render();
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * @module The objects one gateway instance shares across requests, and the per-request record (Exchange) that
+ * dispatch, streaming and migration pass around. Types only, so every module can import them cheaply.
+ */
+import type { KvIndex } from "../core/kv-index.ts";
+import type { NowFn, Router, RoutingExtension } from "../routing/index.ts";
+import type { TokenizerRegistry } from "../tokenize/index.ts";
+import type { GatewayConfig } from "./config.ts";
+import type { Fleet } from "./fleet.ts";
+import type { GatewayMetrics } from "./gateway-metrics.ts";
+import type { KvIngest } from "./kv-ingest.ts";
+import type { Endpoint, PromptTokenizerPool } from "./prompt-tokens.ts";
+import type { WorkerHealthMonitor } from "./worker-health.ts";
+
+export type LogFn = (level: "info" | "warn", message: string) => void;
+
+export interface GatewayState {
+  readonly config: GatewayConfig;
+  readonly index: KvIndex;
+  readonly router: Router;
+  readonly fleet: Fleet;
+  readonly registry: TokenizerRegistry;
+  readonly tokenizers: PromptTokenizerPool;
+  readonly metrics: GatewayMetrics;
+  readonly health: WorkerHealthMonitor;
+  readonly ingest: KvIngest;
+  /** Transport to the workers (the global fetch unless a host or test injects one). */
+  readonly fetch: typeof fetch;
+  /** Milliseconds, monotonic: the router's clock. */
+  readonly now: NowFn;
+  /** Fine timer for latency metrics (ms). */
+  readonly fineNow: NowFn;
+  readonly log: LogFn;
+  newRequestId(): string;
+}
+
+/** One client request on its way through kvgate (one per chat/completions call, across retries and migrations). */
+export interface Exchange {
+  readonly endpoint: Endpoint;
+  /** Upstream path, e.g. /v1/chat/completions. */
+  readonly path: string;
+  readonly model: string | undefined;
+  /** The body workers get: the `kvgate` routing field removed, include_usage added when kvgate asked for it. */
+  readonly body: Record<string, unknown>;
+  readonly bodyText: string;
+  /** Prompt tokens as routed (capped at the index's longest prompt: the prefix is what caches share). */
+  readonly tokens: Uint32Array;
+  readonly tokenizeMs: number;
+  readonly stream: boolean;
+  /** kvgate added include_usage: the usage-only chunk is not forwarded. */
+  readonly stripUsage: boolean;
+  /** The router's id for this request (kvgate's own, so clients cannot collide). */
+  readonly requestId: string;
+  readonly headers: Headers;
+  readonly ext: RoutingExtension;
+  readonly sessionId: string | undefined;
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal;
+  /** fineNow() at arrival. */
+  readonly arrivedAt: number;
+  /** Workers that failed this request (never chosen again for it). */
+  readonly excluded: string[];
+  retriesLeft: number;
+  migrationsLeft: number;
+}

@@ -1,0 +1,100 @@
+/**
+ * @module createGateway: builds one gateway instance from a GatewayConfig — KV index, router, tokenizers, fleet,
+ * metrics — and its app. The host (a runtime adapter or a test) injects what differs: file reading, the upstream
+ * transport, clocks and logging.
+ */
+import type { Hono } from "hono";
+import { createKvIndex } from "../core/create-kv-index.ts";
+import { performanceNow, Router, type NowFn } from "../routing/index.ts";
+import { createTextLoader, createTokenizerRegistry } from "../tokenize/index.ts";
+import { createApp } from "./app.ts";
+import type { GatewayConfig } from "./config.ts";
+import { Fleet } from "./fleet.ts";
+import { GatewayMetrics } from "./gateway-metrics.ts";
+import type { GatewayState, LogFn } from "./gateway-state.ts";
+import { KvIngest } from "./kv-ingest.ts";
+import { PromptTokenizerPool } from "./prompt-tokens.ts";
+import { WorkerHealthMonitor } from "./worker-health.ts";
+
+export interface GatewayHost {
+  /** Reads local tokenizer files (Node, Bun, Deno); without it only http(s) tokenizer sources load. */
+  readFile?: (path: string) => Promise<string>;
+  /** Transport to the workers; default the global fetch. */
+  fetch?: typeof fetch;
+  /** The router's clock (ms, monotonic); default performance.now. */
+  now?: NowFn;
+  fineNow?: NowFn;
+  /** One log line (no newline); default console.error. */
+  log?: (line: string) => void;
+}
+
+export interface Gateway {
+  readonly state: GatewayState;
+  readonly app: Hono;
+  /** The Web-standard entry point every runtime serves. */
+  fetch(req: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
+  /** Housekeeping: router expiries and health probes. Adapters with timers call it every config.tickMs. */
+  tick(): Promise<void> | undefined;
+}
+
+function requestIds(): () => string {
+  const r = new Uint32Array(1);
+  crypto.getRandomValues(r);
+  const prefix = r[0]!.toString(16).padStart(8, "0");
+  let n = 0;
+  return () => `kvg-${prefix}-${(n++).toString(36)}`;
+}
+
+export async function createGateway(config: GatewayConfig, host: GatewayHost = {}): Promise<Gateway> {
+  const fetchFn = host.fetch ?? globalThis.fetch.bind(globalThis);
+  const now = host.now ?? performanceNow;
+  const fineNow = host.fineNow ?? performanceNow;
+  const write = host.log ?? ((line: string) => console.error(line));
+  const level = config.log;
+  const log: LogFn = (lvl, message) => {
+    if (level === "off" || (level === "warn" && lvl === "info")) return;
+    write(`kvgate ${lvl}: ${message}`);
+  };
+  const r = config.router;
+  const index = await createKvIndex({
+    capacity: config.index.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
+    approxTtlMs: r.approxTtlMs,
+  });
+  const router = new Router({ index, now, fineNow }, {
+    overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
+    queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
+    busy: { activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac },
+    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs,
+    staleBookingMs: r.staleBookingMs, seed: r.seed,
+  });
+  const precise = Object.keys(config.tokenizers);
+  const registry = createTokenizerRegistry({
+    mode: precise.length > 0 ? "precise" : "approximate", blockSizeHint: config.blockSize, models: config.tokenizers,
+    readText: createTextLoader({ readFile: host.readFile, fetch: fetchFn }), maxLoaded: config.tokenizerMaxLoaded, unknownModel: "approximate",
+  });
+  const metrics = new GatewayMetrics();
+  const tokenizers = new PromptTokenizerPool(registry, fineNow, config.blockSize, (model, e) => {
+    metrics.tokenized.inc({ mode: "fallback" });
+    log("warn", `model ${model}: routing in approximate mode (${(e as Error).message})`);
+  });
+  const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });
+  const health = new WorkerHealthMonitor(fleet, fetchFn, config.upstream.healthProbeMs, now, (m) => log("warn", m));
+  const state: GatewayState = {
+    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics),
+    fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
+  };
+  for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
+  for (const w of config.workers) {
+    const added = await fleet.add(w);
+    log("info", `worker ${added.id}: ${added.url} serving ${added.models.join(", ")}${added.kvEvents ? " (KV events)" : ""}`);
+  }
+
+  let lastTick = now();
+  const tick = (): Promise<void> | undefined => {
+    lastTick = now();
+    router.tick();
+    return health.probe();
+  };
+  const app = createApp(state, { maybeTick: () => (now() - lastTick >= config.tickMs ? tick() : undefined) });
+  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick };
+}

@@ -1,0 +1,29 @@
+/** @module Serves the gateway on Bun: `bun src/runtime/bun.ts [options]` (options as in kvgate serve --help). */
+import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
+
+declare const Bun: {
+  argv: string[];
+  env: Record<string, string | undefined>;
+  file(path: string): { text(): Promise<string> };
+  serve(o: { fetch: (req: Request) => Response | Promise<Response>; hostname: string; port: number; idleTimeout: number }): { port: number; stop(force?: boolean): void };
+};
+
+try {
+  const boot = await bootGateway({ argv: Bun.argv.slice(2), env: Bun.env, readFile: (p) => Bun.file(p).text(), write: (t) => void process.stdout.write(t) });
+  if (boot.kind === "gateway") {
+    const { gateway, config } = boot;
+    // Bun closes connections idle for 10 s by default; a long prefill is silent for longer. 0 = no idle limit.
+    const server = Bun.serve({ fetch: (req) => gateway.fetch(req), hostname: config.host, port: config.port, idleTimeout: 0 });
+    process.stdout.write(listeningLine(config.host, server.port));
+    const timer = setInterval(() => void gateway.tick()?.catch(() => {}), config.tickMs);
+    const stop = (): void => {
+      clearInterval(timer);
+      server.stop(true);
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  }
+} catch (e) {
+  process.stderr.write(bootFailure(e));
+  process.exit(1);
+}

@@ -1,0 +1,32 @@
+/** @module Serves the gateway on Node with @hono/node-server: `kvgate serve` and `node --import tsx src/runtime/node.ts`. */
+import { serve } from "@hono/node-server";
+import { readFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
+
+export async function serveOnNode(argv: readonly string[]): Promise<number> {
+  const boot = await bootGateway({ argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t) });
+  if (boot.kind === "help") return 0;
+  const { gateway, config } = boot;
+  const server = serve({ fetch: gateway.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
+    process.stdout.write(listeningLine(config.host, info.port));
+  });
+  const timer = setInterval(() => void gateway.tick()?.catch(() => {}), config.tickMs);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  clearInterval(timer);
+  // Streams may be open: stop listening, then cut what is left rather than wait for them.
+  server.close();
+  (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+  return 0;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  serveOnNode(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
+    process.stderr.write(bootFailure(e));
+    process.exit(1);
+  });
+}

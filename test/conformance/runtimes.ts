@@ -1,0 +1,84 @@
+/**
+ * @module Starts kvgate as a real process under one runtime, configured only through KVGATE_* variables (the one
+ * config channel all four share), and returns its URL. Node, Bun and Deno run the adapters in src/runtime/;
+ * workerd runs the Worker bundle wrangler builds, under workerd directly (wrangler dev would rebuild and restart
+ * the isolate whenever a source file changes, dropping the index mid-test).
+ */
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, start, until, waitForOutput, type Proc } from "./processes.ts";
+
+export type RuntimeName = "node" | "bun" | "deno" | "workerd";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const BIN = join(ROOT, "node_modules/.bin");
+
+export interface RunningGateway {
+  url: string;
+  proc: Proc;
+  stop(): Promise<void>;
+}
+
+const LISTENING = /kvgate listening on (http:\/\/[^\s]+)/;
+
+async function listening(proc: Proc): Promise<RunningGateway> {
+  const url = (await waitForOutput(proc, LISTENING))[1]!;
+  return { url, proc, stop: () => proc.stop() };
+}
+
+/** A capnp string literal. */
+const q = (s: string): string => JSON.stringify(s);
+
+async function startWorkerd(env: Record<string, string>): Promise<RunningGateway> {
+  const dir = mkdtempSync(join(tmpdir(), "kvgate-workerd-"));
+  const build = start(join(BIN, "wrangler"), ["deploy", "--dry-run", "--outdir", dir], { cwd: ROOT, env: { WRANGLER_SEND_METRICS: "false" } });
+  await new Promise<void>((resolve, reject) => build.child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler build failed:\n${build.output()}`)))));
+  const wasm = readdirSync(dir).filter((f) => f.endsWith(".wasm"));
+  const port = await freePort();
+  const modules = [`(name = "workerd.js", esModule = embed "workerd.js")`, ...wasm.map((f) => `(name = ${q(f)}, wasm = embed ${q(f)})`)];
+  const bindings = Object.entries(env).map(([k, v]) => `(name = ${q(k)}, text = ${q(v)})`);
+  writeFileSync(join(dir, "kvgate.capnp"), `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .kvgate),
+    # Loopback must be allowed explicitly: the default outbound network only reaches public addresses.
+    (name = "internet", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const kvgate :Workerd.Worker = (
+  modules = [${modules.join(", ")}],
+  compatibilityDate = "2026-04-01",
+  compatibilityFlags = ["enable_request_signal"],
+  bindings = [${bindings.join(", ")}],
+  globalOutbound = "internet",
+);
+`);
+  const proc = start(join(BIN, "workerd"), ["serve", join(dir, "kvgate.capnp"), "--experimental"], { cwd: dir });
+  const url = `http://127.0.0.1:${port}`;
+  await until(async () => (await fetch(`${url}/health`)).ok, `workerd on ${url}:\n${proc.output()}`, 60_000);
+  return {
+    url, proc,
+    stop: async () => {
+      await proc.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts the gateway under `runtime` with `env` (KVGATE_* variables) as its whole configuration. */
+export async function startGateway(runtime: RuntimeName, env: Record<string, string>): Promise<RunningGateway> {
+  const all = { KVGATE_HOST: "127.0.0.1", KVGATE_PORT: "0", ...env };
+  switch (runtime) {
+    case "node":
+      return listening(start(process.execPath, ["--import", "tsx", "src/runtime/node.ts"], { cwd: ROOT, env: all }));
+    case "bun":
+      return listening(start(join(BIN, "bun"), ["src/runtime/bun.ts"], { cwd: ROOT, env: all }));
+    case "deno":
+      return listening(start(join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/runtime/deno.ts"], { cwd: ROOT, env: all }));
+    case "workerd":
+      return startWorkerd(env);
+  }
+}
