@@ -237,9 +237,10 @@ export class KvEventStream {
     for (let i = 0; i < held.length; i++) {
       const h = held[i]!;
       if (h.seq <= this.lastSeq) { this.counters.staleBatches++; continue; }
-      if (h.seq > this.lastSeq + 1) {
+      // After a failed replay the worker is already cold: it simply carries on from the held batches.
+      if (h.seq > this.lastSeq + 1 && replayOk) {
         this.counters.gaps++;
-        if (replayOk && round + 1 < (this.#o.maxReplayRounds ?? 3)) {
+        if (round + 1 < (this.#o.maxReplayRounds ?? 3)) {
           this.#held = held.slice(i);
           this.#startReplay(this.lastSeq + 1, round + 1);
           return;

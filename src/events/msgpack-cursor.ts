@@ -269,10 +269,11 @@ export class MsgpackCursor {
 
   #skipScalar(c: number): void {
     if (c <= 0x7f || c >= 0xe0 || c === 0xc0 || c === 0xc2 || c === 0xc3) { this.pos++; return; }
-    if ((c & 0xe0) === 0xa0 || c === 0xd9 || c === 0xda || c === 0xdb) { this.pos += this.strLength(); return; }
+    // (Length first: `this.pos += f()` would read pos before f moves it.)
+    if ((c & 0xe0) === 0xa0 || c === 0xd9 || c === 0xda || c === 0xdb) { const n = this.strLength(); this.pos += n; return; }
     let n: number;
     switch (c) {
-      case 0xc4: case 0xc5: case 0xc6: this.pos += this.#binLength(); return;
+      case 0xc4: case 0xc5: case 0xc6: { const b = this.#binLength(); this.pos += b; return; }
       case 0xcc: case 0xd0: n = 2; break;
       case 0xcd: case 0xd1: n = 3; break;
       case 0xce: case 0xd2: case 0xca: n = 5; break;
