@@ -13,6 +13,7 @@ export interface PreTokenizerLike {
 export interface ByteLevelLike extends PreTokenizerLike {
   use_regex: boolean;
   add_prefix_space: boolean;
+  byte_encoder: Record<number, string>;
 }
 
 export interface TokenizerModelLike {

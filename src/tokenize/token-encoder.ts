@@ -8,7 +8,8 @@
  * is exact. (Caching a *prefix*'s ids — say the system prompt's — is not: the regex split and the BPE merges at
  * its end depend on what follows, e.g. "\n" + "\n" become one token. Caching is only safe at boundaries the
  * tokenizer itself never crosses: added tokens, and pieces once the whole section has been split.)
- * Most of the library's time goes to mapping each piece to byte-level characters; a cache hit skips that and BPE.
+ * Most of the library's time goes to mapping each piece to byte-level characters; a cache hit skips that and BPE,
+ * and a miss runs kvgate's own merge loop (`bpe-merge.ts`), which gives the same tokens several times faster.
  */
 import {
   BPE,
@@ -21,6 +22,7 @@ import {
   type HfTokenizer,
   type PreTokenizerLike,
 } from "./hf-tokenizers.ts";
+import { BpeMerger } from "./bpe-merge.ts";
 import { PieceCache } from "./piece-cache.ts";
 
 export interface TokenEncoder {
@@ -83,7 +85,14 @@ function specialsAround(tok: HfTokenizer): { prefix: number[]; suffix: number[] 
   return found;
 }
 
-export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokenizerConfig: Json, opts: { pieceCacheSize?: number } = {}): TokenEncoder {
+export interface TokenEncoderOptions {
+  /** Pieces cached per generation (two generations are kept). Default 65,536. */
+  pieceCacheSize?: number;
+  /** Run cache misses through the library's BPE instead of kvgate's merge loop (for differential tests). */
+  libraryMerges?: boolean;
+}
+
+export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokenizerConfig: Json, opts: TokenEncoderOptions = {}): TokenEncoder {
   const slow = (text: string, add: boolean): Uint32Array => {
     const ids = tok.encode(text, { add_special_tokens: add }).ids;
     return Uint32Array.from(ids);
@@ -97,6 +106,8 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
   const model = tok.model!;
   const normalizer = tok.normalizer;
   const cache = new PieceCache<number | Uint32Array>(opts.pieceCacheSize ?? 1 << 16);
+  // Misses go through our merge loop when the model allows it, else through the library's model.
+  const merger = opts.libraryMerges ? null : BpeMerger.create(tokenizerJson.model ?? {}, vocab, byteLevel.byte_encoder);
   let out = new Uint32Array(4096);
   let n = 0;
   const push = (id: number) => {
@@ -112,13 +123,19 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
   const pieceIds = (piece: string): number | Uint32Array | undefined => {
     const hit = cache.get(piece);
     if (hit !== undefined) return hit;
-    const toks = model(byteLevel.pre_tokenize_text(piece));
-    const ids = new Uint32Array(toks.length);
-    for (let i = 0; i < toks.length; i++) {
-      const id = vocab.get(toks[i]!) ?? unk;
-      if (id === undefined) return undefined;
-      ids[i] = id;
+    let ids: Uint32Array | undefined;
+    if (merger) {
+      ids = merger.encode(piece);
+    } else {
+      const toks = model(byteLevel.pre_tokenize_text(piece));
+      ids = new Uint32Array(toks.length);
+      for (let i = 0; i < toks.length; i++) {
+        const id = vocab.get(toks[i]!) ?? unk;
+        if (id === undefined) return undefined;
+        ids[i] = id;
+      }
     }
+    if (ids === undefined) return undefined;
     const v = ids.length === 1 ? ids[0]! : ids;
     if (piece.length <= 256) cache.set(piece, v);
     return v;

