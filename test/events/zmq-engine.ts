@@ -30,9 +30,14 @@ export class TestEngine {
 
   private constructor(readonly pub: XPublisher, readonly router: Router | undefined, readonly topic: string) {}
 
-  static async start(opts: { replay?: boolean; topic?: string } = {}): Promise<TestEngine> {
+  static async start(opts: { replay?: boolean; topic?: string; endpoint?: string } = {}): Promise<TestEngine> {
     const pub = new XPublisher({ sendHighWaterMark: 1_000_000, linger: 0 });
-    await pub.bind("tcp://127.0.0.1:*");
+    try {
+      await pub.bind(opts.endpoint ?? "tcp://127.0.0.1:*");
+    } catch (e) {
+      pub.close();
+      throw e;
+    }
     let router: Router | undefined;
     if (opts.replay) {
       router = new Router({ linger: 0, sendHighWaterMark: 1_000_000 });
@@ -42,6 +47,20 @@ export class TestEngine {
     e.#watching = e.#watch();
     if (router) e.#serving = e.#serve(router);
     return e;
+  }
+
+  /** Two engines on adjacent ports (data-parallel ranks 0 and 1 of one server), retrying until a free pair is found. */
+  static async startRanks(): Promise<[TestEngine, TestEngine]> {
+    for (let attempt = 0; ; attempt++) {
+      const e0 = await TestEngine.start();
+      const port = Number(/:(\d+)$/.exec(e0.endpoint)![1]);
+      try {
+        return [e0, await TestEngine.start({ endpoint: `tcp://127.0.0.1:${port + 1}` })];
+      } catch (e) {
+        await e0.close();
+        if (attempt >= 20) throw e;
+      }
+    }
   }
 
   get endpoint(): string {
