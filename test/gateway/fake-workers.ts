@@ -77,9 +77,9 @@ export function textChunk(id: string, text: string, finish: string | null = null
 }
 
 /** A gateway over a FakeFleet with workers w1..wn serving model "m" (approximate mode, no KV events). */
-export async function fakeGateway(workers: number, argv: string[] = []): Promise<{ gw: Gateway; fleet: FakeFleet; call(path: string, body: unknown, init?: RequestInit): Promise<Response> }> {
+export async function fakeGateway(workers: number, argv: string[] = [], workerExtra = ""): Promise<{ gw: Gateway; fleet: FakeFleet; call(path: string, body: unknown, init?: RequestInit): Promise<Response> }> {
   const fleet = new FakeFleet();
-  const specs = Array.from({ length: workers }, (_, i) => ["--worker", `url=http://w${i + 1}.test,id=w${i + 1},models=m`]).flat();
+  const specs = Array.from({ length: workers }, (_, i) => ["--worker", `url=http://w${i + 1}.test,id=w${i + 1},models=m${workerExtra}`]).flat();
   const loaded = await loadGatewayConfig({ argv: ["--admin-token", TOKEN, "--log", "off", "--health-probe-ms", "0", ...specs, ...argv], env: {} });
   if (loaded.kind !== "config") throw new Error("help");
   const gw = await createGateway(loaded.config, { fetch: fleet.fetch });
