@@ -11,7 +11,7 @@ export type OptionKind =
   | { type: "enum"; values: readonly string[] }
   /** An integer, or "off" for null. */
   | { type: "int-or-off"; min: number; max: number }
-  /** Repeatable flag; the env var holds several entries separated by ";" (or whitespace for workers). */
+  /** Repeatable flag; the variable holds several entries separated by ";" (or whitespace for workers). */
   | { type: "workers" }
   | { type: "tokenizers" };
 
@@ -21,6 +21,8 @@ export interface OptionSpec {
   /** CLI flag without the leading dashes; the env var is KVGATE_ + flag in upper snake case. */
   flag: string;
   kind: OptionKind;
+  /** The variable, when not KVGATE_ + the flag (repeatable flags have a plural variable). */
+  env?: string;
   default: unknown;
   doc: string;
   group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream";
@@ -41,11 +43,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "server", key: "tickMs", flag: "tick-ms", kind: int(10, 60_000), default: 250, doc: "housekeeping period: stale bookings, queue waits, TTLs, health probes" },
   { group: "server", key: "log", flag: "log", kind: oneOf("info", "warn", "off"), default: "info", doc: "log level (to stderr)" },
   // fleet
-  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false][,total_kv_blocks=N][,max_batched_tokens=N]; repeatable. Without models= the worker's /v1/models is asked at start" },
+  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false][,total_kv_blocks=N][,max_batched_tokens=N]; repeatable. Without models= the worker's /v1/models is asked at start" },
   { group: "fleet", key: "blockSize", flag: "block-size", kind: int(1, 1 << 16), default: 16, doc: "tokens per KV block for workers that do not say (must equal the engine's)" },
   { group: "fleet", key: "kvEvents", flag: "kv-events", kind: oneOf("auto", "on", "off"), default: "auto", doc: "default for workers without kv_events=: on = the worker pushes KV events to /admin/kv-events; off = kvgate records its own routing decisions; auto = on when every model of the worker has a precise tokenizer" },
   // tokenizer
-  { group: "tokenizer", key: "tokenizers", flag: "tokenizer", kind: { type: "tokenizers" }, default: {}, doc: "MODEL=SOURCE: precise tokenization for MODEL from SOURCE, a directory or URL prefix holding tokenizer.json and tokenizer_config.json; repeatable. Models without one are routed in approximate mode" },
+  { group: "tokenizer", key: "tokenizers", flag: "tokenizer", kind: { type: "tokenizers" }, env: "KVGATE_TOKENIZERS", default: {}, doc: "MODEL=SOURCE: precise tokenization for MODEL from SOURCE, a directory or URL prefix holding tokenizer.json and tokenizer_config.json; repeatable. Models without one are routed in approximate mode" },
   { group: "tokenizer", key: "tokenizerMaxLoaded", flag: "tokenizer-max-loaded", kind: int(1, 1024), default: 4, doc: "precise tokenizers kept in memory at once" },
   // router
   { group: "router", key: "router.overlapWeight", flag: "overlap-weight", kind: num(0), default: 1, doc: "weight of uncached prefill blocks against decode blocks in the cost" },
@@ -78,9 +80,9 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "upstream", key: "upstream.healthProbeMs", flag: "health-probe-ms", kind: int(0), default: 2_000, doc: "a worker that refused a connection is marked unhealthy and its /health probed this often; 0 = never mark" },
 ];
 
-/** KVGATE_ + the flag in upper snake case. */
+/** KVGATE_ + the flag in upper snake case, unless the option names its own. */
 export function envName(o: OptionSpec): string {
-  return `KVGATE_${o.flag.replace(/-/g, "_").toUpperCase()}`;
+  return o.env ?? `KVGATE_${o.flag.replace(/-/g, "_").toUpperCase()}`;
 }
 
 /** Flags that are not options: where the JSON file is, and help. */
