@@ -44,10 +44,51 @@ export interface CompletionCall {
 /** Response headers naming the worker, as kvgate's gateway and the replay's router front set them. */
 export const WORKER_HEADERS = ["x-kvgate-worker", "x-worker-id"];
 
-export function completionBody(model: string, tokens: Uint32Array, maxTokens: number): string {
-  // Built by hand: the prompt dominates the body, and joining a typed array avoids an intermediate number[].
-  return `{"model":${JSON.stringify(model)},"prompt":[${tokens.join(",")}],"max_tokens":${maxTokens},"stream":true,` +
-    `"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}`;
+const utf8 = new TextEncoder();
+
+/** ASCII digits of 0..999, three bytes each with leading zeros. */
+const TRIPLES = (() => {
+  const t = new Uint8Array(3000);
+  for (let i = 0; i < 1000; i++) {
+    t[3 * i] = 48 + ((i / 100) | 0);
+    t[3 * i + 1] = 48 + (((i / 10) | 0) % 10);
+    t[3 * i + 2] = 48 + (i % 10);
+  }
+  return t;
+})();
+
+/** Writes `v` (a u32) in decimal at `at`; returns the position after it. */
+function writeUint(out: Uint8Array, at: number, v: number): number {
+  if (v < 1000) {
+    const skip = v < 10 ? 2 : v < 100 ? 1 : 0;
+    for (let k = skip; k < 3; k++) out[at++] = TRIPLES[3 * v + k]!;
+    return at;
+  }
+  const hi = Math.floor(v / 1000);
+  at = writeUint(out, at, hi);
+  const lo = 3 * (v - hi * 1000);
+  out[at] = TRIPLES[lo]!;
+  out[at + 1] = TRIPLES[lo + 1]!;
+  out[at + 2] = TRIPLES[lo + 2]!;
+  return at + 3;
+}
+
+/**
+ * The JSON request body as bytes. The prompt dominates it (up to ~1 MB per request), so its digits are written
+ * straight into one buffer from a lookup table: several times faster than `join` on a typed array.
+ */
+export function completionBody(model: string, tokens: Uint32Array, maxTokens: number): Uint8Array<ArrayBuffer> {
+  const head = utf8.encode(`{"model":${JSON.stringify(model)},"prompt":[`);
+  const tail = utf8.encode(`],"max_tokens":${maxTokens},"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}`);
+  const out = new Uint8Array(head.length + tokens.length * 11 + tail.length);
+  out.set(head);
+  let at = head.length;
+  for (let i = 0; i < tokens.length; i++) {
+    if (i > 0) out[at++] = 44; // ","
+    at = writeUint(out, at, tokens[i]!);
+  }
+  out.set(tail, at);
+  return out.subarray(0, at + tail.length);
 }
 
 function contentOf(chunk: Record<string, unknown>): string {

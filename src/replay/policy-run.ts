@@ -5,13 +5,12 @@
  */
 import { createKvIndex } from "../core/create-kv-index.ts";
 import { Router, createPrng } from "../routing/index.ts";
-import { callbackSink } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
 import { engineClock } from "./engine-clock.ts";
 import { KvEventApplier, type ApplierStats } from "./kv-event-applier.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
-import type { ReplayHost, RunningServer } from "./replay-host.ts";
+import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ReplayRequest } from "./replay-request.ts";
 import { createRouterFront } from "./router-front.ts";
@@ -68,22 +67,22 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
     index, now: clock.now, random: createPrng(input.seed),
     observer: { routed: (s) => ((predicted += s.cachedTokens), (routedTokens += s.requestTokens)) },
   }, { policy: wiring.routing, queueThreshold: null, seed: input.seed });
-  const servers: RunningServer[] = [];
+  const servers: { close(): Promise<void> }[] = [];
   const workers = Array.from({ length: fleet.workers }, (_, i) => `w${i}`);
   try {
-    for (const id of workers) {
-      const sinks = applier ? [callbackSink({ workerId: id, dpRank: 0 }, (b) => applier.apply(b))] : [];
-      const sim = await host.startSim({ ...fleet.engine, model: fleet.model, workerId: id, speedupRatio: input.engineSpeedup, sinks });
-      servers.push(sim);
-      router.addWorker({
-        id, endpoint: sim.url, models: [fleet.model], blockSize: fleet.engine.blockSize, totalKvBlocks: fleet.engine.numGpuBlocks,
-        maxBatchedTokens: fleet.engine.maxNumBatchedTokens, kvEvents: wiring.kvEvents,
-      });
-    }
+    const sims = await host.startFleet({
+      engines: workers.map((workerId) => ({ ...fleet.engine, model: fleet.model, workerId, speedupRatio: input.engineSpeedup })),
+      onBatch: applier ? (b) => applier.apply(b) : undefined,
+    });
+    servers.push(sims);
+    workers.forEach((id, i) => router.addWorker({
+      id, endpoint: sims.urls[i]!, models: [fleet.model], blockSize: fleet.engine.blockSize, totalKvBlocks: fleet.engine.numGpuBlocks,
+      maxBatchedTokens: fleet.engine.maxNumBatchedTokens, kvEvents: wiring.kvEvents,
+    }));
     const front = await host.serve(createRouterFront({ router, fetch: host.fetch }));
     servers.push(front);
     const runStart = clock.now();
-    const sampler = new LoadSampler(servers.slice(0, fleet.workers).map((s) => s.url), { fetch: host.fetch, clock, intervalMs: input.sampleEveryMs, runStart });
+    const sampler = new LoadSampler(sims.urls, { fetch: host.fetch, clock, intervalMs: input.sampleEveryMs, runStart });
     sampler.start();
     let ticking = true;
     // Housekeeping the gateway would schedule: approximate-mode TTLs and stale bookings.

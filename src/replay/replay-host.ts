@@ -2,7 +2,7 @@
  * @module What the replay needs from the runtime it runs on (servers, files, stdio, time), so everything under
  * src/replay/ stays Web-standard. src/runtime/replay-node.ts implements it for Node; tests pass their own.
  */
-import type { KvEventSink } from "../sim/kv-event-sink.ts";
+import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import type { WallClock } from "./engine-clock.ts";
 import type { FetchHandler } from "./router-front.ts";
@@ -13,14 +13,22 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export interface SimSpec extends SimEngineOptions {
-  /** In-process receivers of the engine's KV-event batches. */
-  sinks?: KvEventSink[];
+export interface FleetSpec {
+  /** One entry per engine; each names its `workerId`. */
+  engines: SimEngineOptions[];
+  /** Deliver every engine's KV-event batches (vLLM msgpack, per-engine sequence numbers) to `onBatch`, in order. */
+  onBatch?: (batch: EncodedKvBatch) => void;
+}
+
+export interface RunningFleet {
+  /** Base URLs in the order of `engines`. */
+  urls: string[];
+  close(): Promise<void>;
 }
 
 export interface ReplayHost {
-  /** Starts one simulated engine behind HTTP on loopback. */
-  startSim(spec: SimSpec): Promise<RunningServer>;
+  /** Starts simulated engines behind HTTP on loopback (in this thread or another: the host decides). */
+  startFleet(spec: FleetSpec): Promise<RunningFleet>;
   /** Serves a fetch handler over HTTP on loopback. */
   serve(handler: FetchHandler): Promise<RunningServer>;
   /** A file (or, for http(s) URLs, a download) as a byte stream. */

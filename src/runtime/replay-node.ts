@@ -13,7 +13,7 @@ import { performanceWallClock } from "../replay/engine-clock.ts";
 import type { ReplayHost, RunningServer } from "../replay/replay-host.ts";
 import { runReplayCommand } from "../replay/replay-command.ts";
 import type { FetchHandler } from "../replay/router-front.ts";
-import { startSimServer } from "./sim-node.ts";
+import { startInProcessFleet, startThreadFleet } from "./replay-fleet.ts";
 
 /** Serves a fetch handler on 127.0.0.1 (any free port). */
 export function serveOnLoopback(handler: FetchHandler): Promise<RunningServer> {
@@ -44,12 +44,14 @@ async function open(pathOrUrl: string): Promise<ReadableStream<Uint8Array>> {
   return Readable.toWeb(createReadStream(pathOrUrl)) as ReadableStream<Uint8Array>;
 }
 
-export function nodeReplayHost(): ReplayHost {
+export interface NodeReplayHostOptions {
+  /** Where the simulated engines run: a worker thread (default: the second core) or this thread. */
+  fleet?: "thread" | "in-process";
+}
+
+export function nodeReplayHost(o: NodeReplayHostOptions = {}): ReplayHost {
   return {
-    startSim: async ({ sinks, ...engine }) => {
-      const s = await startSimServer({ ...engine, host: "127.0.0.1", port: 0, sinks });
-      return { url: s.url, close: () => s.close() };
-    },
+    startFleet: o.fleet === "in-process" ? startInProcessFleet : startThreadFleet,
     serve: serveOnLoopback,
     open,
     writeFile: (path, text) => writeFile(path, text, "utf8"),

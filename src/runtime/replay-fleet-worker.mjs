@@ -1,0 +1,5 @@
+// Worker-thread entry of the replay's engine fleet: TypeScript needs tsx's loader in this thread too, whichever
+// way the parent was started (kvgate bin, tsx, vitest), so register it before importing the fleet module.
+const { register } = await import("tsx/esm/api");
+register();
+await import("./replay-fleet-worker.ts");
