@@ -50,6 +50,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "tokenizer", key: "tokenizers", flag: "tokenizer", kind: { type: "tokenizers" }, env: "KVGATE_TOKENIZERS", default: {}, doc: "MODEL=SOURCE: precise tokenization for MODEL from SOURCE, a directory or URL prefix holding tokenizer.json and tokenizer_config.json; repeatable. Models without one are routed in approximate mode" },
   { group: "tokenizer", key: "tokenizerMaxLoaded", flag: "tokenizer-max-loaded", kind: int(1, 1024), default: 4, doc: "precise tokenizers kept in memory at once" },
   // router
+  { group: "router", key: "router.policy", flag: "routing-policy", kind: oneOf("kv", "round_robin", "random", "least_loaded"), default: "kv", doc: "kv = KV-cache-aware cost function; round_robin, random, least_loaded = cache-blind baselines (benchmarks)" },
   { group: "router", key: "router.overlapWeight", flag: "overlap-weight", kind: num(0), default: 1, doc: "weight of uncached prefill blocks against decode blocks in the cost" },
   { group: "router", key: "router.temperature", flag: "temperature", kind: num(0), default: 0, doc: "0 = cheapest worker; > 0 samples a softmax over normalised costs" },
   { group: "router", key: "router.assumeKvReuse", flag: "assume-kv-reuse", kind: bool, default: true, doc: "count prompt blocks shared by in-flight requests once per worker" },

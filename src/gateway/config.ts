@@ -3,7 +3,7 @@
  * structured values — worker specs and tokenizer sources — shared by the config loader and the admin API.
  */
 import { KvgateError } from "../core/errors.ts";
-import type { WorkerRole } from "../routing/index.ts";
+import type { RoutingPolicy, WorkerRole } from "../routing/index.ts";
 import type { ModelTokenizerSource } from "../tokenize/index.ts";
 import { OPTIONS } from "./config-options.ts";
 
@@ -25,6 +25,7 @@ export interface WorkerConfig {
 }
 
 export interface RouterOptions {
+  policy: RoutingPolicy;
   overlapWeight: number;
   temperature: number;
   assumeKvReuse: boolean;

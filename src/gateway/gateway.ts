@@ -61,7 +61,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     approxTtlMs: r.approxTtlMs,
   });
   const router = new Router({ index, now, fineNow }, {
-    overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
+    policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
     busy: { activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac },
     sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs,

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { loadGatewayConfig } from "../../src/gateway/config-load.ts";
+import { createGateway } from "../../src/gateway/gateway.ts";
 import { DEFAULT_CONFIG, resolveConfig } from "../../src/routing/router-config.ts";
 import type { RouteRequest } from "../../src/routing/routing-types.ts";
 import { cache, fixture, prompt, worker, type Fixture } from "./helpers.ts";
@@ -88,5 +90,20 @@ describe("least_loaded", () => {
       f.router.release(id);
     }
     expect(firsts.size).toBe(3);
+  });
+});
+
+describe("gateway wiring", () => {
+  it("takes --routing-policy (default kv) and hands it to the router", async () => {
+    const load = async (argv: string[]) => {
+      const r = await loadGatewayConfig({ argv, env: {}, readFile: async () => "" });
+      if (r.kind !== "config") throw new Error("help");
+      return r.config;
+    };
+    expect((await load([])).router.policy).toBe("kv");
+    await expect(load(["--routing-policy", "fastest"])).rejects.toThrow(/routing-policy/);
+    const config = await load(["--routing-policy", "least_loaded", "--log", "off"]);
+    const gw = await createGateway(config, { log: () => {} });
+    expect(gw.state.router.config.policy).toBe("least_loaded");
   });
 });
