@@ -18,6 +18,10 @@ const BENCHES: Record<string, { about: string; load: () => Promise<BenchModule> 
     // select.ts is written separately; a computed specifier keeps `tsc` from failing while it is absent.
     load: () => import(new URL("./select.ts", import.meta.url).href) as Promise<BenchModule>,
   },
+  gateway: {
+    about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
+    load: () => import("./gateway.ts"),
+  },
 };
 
 function usage(): void {

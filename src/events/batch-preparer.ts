@@ -42,9 +42,14 @@ export class BatchPreparer {
   #locals = new Uint32Array(256);
   #delta: BatchDelta = emptyDelta();
   #hasClear = false;
+  /** Policy facts read per event, hoisted. */
+  readonly #device: boolean;
+  readonly #group: number;
   readonly #onEvent = (e: EventScratch): void => this.#event(e);
 
   constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy) {
+    this.#device = indexesTier(policy, "device");
+    this.#group = policy.kvGroup ?? -1;
     const limits = { maxBytes: index.options.eventBytes, maxBlocks: index.options.eventBlocks };
     this.builder = new BinaryBatchBuilder(limits);
     this.#clearBuilder = new BinaryBatchBuilder(limits);
@@ -108,14 +113,20 @@ export class BatchPreparer {
       d.unknownEvents++;
       return;
     }
-    const tier = tierOf(e.medium);
-    if (tier === "device") d.deviceEvents++;
-    else if (tier === "host") d.hostEvents++;
-    else if (tier === "disk") d.diskEvents++;
-    else d.externalEvents++;
-    if (!indexesTier(this.policy, tier)) { d.droppedTier++; return; }
-    const g = this.policy.kvGroup;
-    if ((e.specKind !== null && e.specKind !== FULL_ATTENTION) || (g !== undefined && e.groupIdx >= 0 && e.groupIdx !== g)) {
+    // GPU (or no medium) is nearly every event: counted without the name lookup.
+    const m = e.medium;
+    if (m === null || m === "GPU") {
+      d.deviceEvents++;
+      if (!this.#device) { d.droppedTier++; return; }
+    } else {
+      const tier = tierOf(m);
+      if (tier === "device") d.deviceEvents++;
+      else if (tier === "host") d.hostEvents++;
+      else if (tier === "disk") d.diskEvents++;
+      else d.externalEvents++;
+      if (!indexesTier(this.policy, tier)) { d.droppedTier++; return; }
+    }
+    if ((e.specKind !== null && e.specKind !== FULL_ATTENTION) || (this.#group >= 0 && e.groupIdx >= 0 && e.groupIdx !== this.#group)) {
       d.droppedGroup++;
       return;
     }

@@ -43,13 +43,6 @@ export class BinaryBatchBuilder {
     this.#starts.length = 0;
   }
 
-  /** Rolls back to `records` records (an event dropped after it was partly written). */
-  truncate(records: number): void {
-    if (records >= this.#starts.length) return;
-    this.#len = this.#starts[records]!;
-    this.#starts.length = records;
-  }
-
   /**
    * Stored blocks by token ids: `hashes` holds (lo, hi) pairs, `tokens` n·bs ids. Split into records the core can
    * take, each next one chained to the previous record's last hash.
@@ -57,16 +50,16 @@ export class BinaryBatchBuilder {
   storedTokens(hasParent: boolean, parent: Uint32Array, hashes: Uint32Array, n: number, tokens: Uint32Array, bs: number,
     seedLo: number, seedHi: number): void {
     const perRecord = Math.max(1, Math.min(this.limits.maxBlocks, Math.floor((this.limits.maxBytes - 40) / (8 + 4 * bs))));
-    let pLo = parent[0]!, pHi = parent[1]!, hp = hasParent;
+    let pLo = hasParent ? parent[0]! : 0, pHi = hasParent ? parent[1]! : 0, hp = hasParent;
     for (let from = 0; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
       const tokenWords = k * bs + ((k * bs) & 1);
       const w = this.#header(EventKind.storedTokens, hp, k, bs, 16 + 8 * k + 4 * tokenWords) >>> 2;
       const u = this.#u32;
       u[w] = pLo; u[w + 1] = pHi; u[w + 2] = seedLo >>> 0; u[w + 3] = seedHi >>> 0;
-      u.set(hashes.subarray(2 * from, 2 * (from + k)), w + 4);
+      copy(u, w + 4, hashes, 2 * from, 2 * k);
       const tw = w + 4 + 2 * k;
-      u.set(tokens.subarray(from * bs, (from + k) * bs), tw);
+      copy(u, tw, tokens, from * bs, k * bs);
       if (tokenWords !== k * bs) u[tw + k * bs] = 0;
       pLo = hashes[2 * (from + k - 1)]!; pHi = hashes[2 * (from + k - 1) + 1]!; hp = true;
     }
@@ -75,7 +68,7 @@ export class BinaryBatchBuilder {
   /** Stored blocks with local hashes already computed (`locals` as lo, hi pairs); used for EAGLE windows. */
   stored(hasParent: boolean, parent: Uint32Array, hashes: Uint32Array, n: number, locals: Uint32Array): void {
     const perRecord = Math.max(1, Math.min(this.limits.maxBlocks, Math.floor((this.limits.maxBytes - 32) / 16)));
-    let pLo = parent[0]!, pHi = parent[1]!, hp = hasParent;
+    let pLo = hasParent ? parent[0]! : 0, pHi = hasParent ? parent[1]! : 0, hp = hasParent;
     for (let from = 0; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
       const w = this.#header(EventKind.stored, hp, k, 0, 8 + 16 * k) >>> 2;
@@ -89,12 +82,31 @@ export class BinaryBatchBuilder {
     }
   }
 
+  /**
+   * Removed blocks. A run of Removed events (vLLM sends one per evicted block) becomes one record: the core applies
+   * a record's hashes in order, so appending to the previous Removed record is the same as a record per event.
+   */
   removed(hashes: Uint32Array, n: number): void {
-    const perRecord = Math.max(1, Math.floor((this.limits.maxBytes - HEADER) / 8));
-    for (let from = 0; from < n; from += perRecord) {
+    const max = this.limits.maxBytes;
+    let from = 0;
+    const last = this.#starts.length - 1;
+    if (last >= 0 && this.#u32[this.#starts[last]! >>> 2]! === EventKind.removed) {
+      const at = this.#starts[last]!;
+      const k = Math.min(n, Math.floor((max - (this.#len - at)) / 8));
+      if (k > 0) {
+        this.#ensure(8 * k);
+        copy(this.#u32, this.#len >>> 2, hashes, 0, 2 * k);
+        const count = (at >>> 2) + 2;
+        this.#u32[count] = this.#u32[count]! + k;
+        this.#len += 8 * k;
+        from = k;
+      }
+    }
+    const perRecord = Math.max(1, Math.floor((max - HEADER) / 8));
+    for (; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
       const w = this.#header(EventKind.removed, false, k, 0, 8 * k) >>> 2;
-      this.#u32.set(hashes.subarray(2 * from, 2 * (from + k)), w);
+      copy(this.#u32, w, hashes, 2 * from, 2 * k);
     }
   }
 
@@ -156,4 +168,13 @@ export class BinaryBatchBuilder {
     this.#buf = next;
     this.#u32 = new Uint32Array(next.buffer);
   }
+}
+
+/** `n` words from `src[at…]` into `dst[to…]`: a loop for short runs (a subarray view costs more than it saves). */
+function copy(dst: Uint32Array, to: number, src: Uint32Array, at: number, n: number): void {
+  if (n > 64) {
+    dst.set(src.subarray(at, at + n), to);
+    return;
+  }
+  for (let i = 0; i < n; i++) dst[to + i] = src[at + i]!;
 }

@@ -4,6 +4,7 @@
  * and positions follow vllm/distributed/kv_events.py through every version (engine-interop.md §2.1–2.2, §3).
  */
 import { corruptEvent, type MsgpackCursor } from "./msgpack-cursor.ts";
+import { readCommonRemoved } from "./removed-fast-path.ts";
 
 export const TAG_UNKNOWN = 0;
 export const TAG_STORED = 1;
@@ -22,6 +23,11 @@ const NO_LAYOUT: number[] = [];
 const enc = new TextEncoder();
 const TAGS = ["BlockStored", "BlockRemoved", "AllBlocksCleared"].map((s) => enc.encode(s));
 /** Map keys in field-id order; index 0 is the tag key. */
+/** Strings met on nearly every event, matched as bytes to spare a string allocation per event. */
+const MEDIA_NAMES = ["GPU", "CPU"];
+const MEDIA = MEDIA_NAMES.map((s) => enc.encode(s));
+const SPEC_KIND_NAMES = ["full_attention", "sliding_window"];
+const SPEC_KINDS = SPEC_KIND_NAMES.map((s) => enc.encode(s));
 const MAP_KEYS = ["type", "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
   "extra_keys", "group_idx", "kv_cache_spec_kind"].map((s) => enc.encode(s));
 
@@ -69,14 +75,16 @@ export class EventScratch {
   /** Reads the event at the cursor. Malformed known fields throw; unknown tags and fields are skipped. */
   read(c: MsgpackCursor): void {
     this.#reset();
-    if (c.isArray()) {
+    if (readCommonRemoved(c, this, TAG_REMOVED)) return;
+    const b = c.peek();
+    if ((b & 0xf0) === 0x90 || b === 0xdc || b === 0xdd) {
       const n = c.array();
       if (n === 0) throw corruptEvent("empty event array");
       if (!c.isStr()) throw corruptEvent("event tag is not a string");
       this.tag = c.key(TAGS) + 1;
       const layout = this.tag === TAG_STORED ? STORED_LAYOUT : this.tag === TAG_REMOVED ? REMOVED_LAYOUT : NO_LAYOUT;
-      for (let i = 1; i < n; i++) this.#field(c, layout[i] ?? F_SKIP);
-    } else if (c.isMap()) {
+      for (let i = 1; i < n; i++) this.#field(c, i < layout.length ? layout[i]! : F_SKIP);
+    } else if ((b & 0xf0) === 0x80 || b === 0xde || b === 0xdf) {
       const n = c.map();
       for (let i = 0; i < n; i++) {
         if (!c.isStr()) { c.skip(); c.skip(); continue; }
@@ -108,11 +116,11 @@ export class EventScratch {
       case F_TOKENS: this.#readTokens(c); return;
       case F_BLOCK_SIZE: if (c.isNil()) c.pos++; else this.blockSize = c.uint(); return;
       case F_LORA_ID: if (c.isNil()) c.pos++; else this.loraId = c.int(); return;
-      case F_MEDIUM: this.medium = optStr(c); return;
+      case F_MEDIUM: this.medium = knownStr(c, MEDIA, MEDIA_NAMES); return;
       case F_LORA_NAME: this.loraName = optStr(c); return;
       case F_EXTRA_KEYS: this.#extraKeysAt = c.pos; c.skip(); return;
       case F_GROUP: if (c.isNil()) c.pos++; else this.groupIdx = c.int(); return;
-      case F_SPEC_KIND: this.specKind = optStr(c); return;
+      case F_SPEC_KIND: this.specKind = knownStr(c, SPEC_KINDS, SPEC_KIND_NAMES); return;
       default: c.skip();
     }
   }
@@ -120,8 +128,21 @@ export class EventScratch {
   #readHashes(c: MsgpackCursor): void {
     const n = c.array();
     if (this.hashes.length < 2 * n) this.hashes = new Uint32Array(Math.max(2 * n, this.hashes.length * 2));
-    const h = this.hashes;
-    for (let i = 0; i < n; i++) c.hash(h, 2 * i);
+    const h = this.hashes, buf = c.buf, end = c.end;
+    let p = c.pos;
+    for (let i = 0; i < n; i++) {
+      // uint64 (vLLM's usual form) read inline; every other form through the checked reader.
+      if (buf[p] === 0xcf && p + 9 <= end) {
+        h[2 * i + 1] = ((buf[p + 1]! << 24) | (buf[p + 2]! << 16) | (buf[p + 3]! << 8) | buf[p + 4]!) >>> 0;
+        h[2 * i] = ((buf[p + 5]! << 24) | (buf[p + 6]! << 16) | (buf[p + 7]! << 8) | buf[p + 8]!) >>> 0;
+        p += 9;
+      } else {
+        c.pos = p;
+        c.hash(h, 2 * i);
+        p = c.pos;
+      }
+    }
+    c.pos = p;
     this.nHashes = n;
   }
 
@@ -141,13 +162,13 @@ export class EventScratch {
       this.nTokens = n + 1;
       return;
     }
-    for (let i = 0; i < n; i++) {
-      const b = c.buf[c.pos]!;
-      // Fast path for the common encodings (fixint, uint8, uint16); everything else through the checked reader.
-      if (b <= 0x7f && c.pos < c.end) { t[i] = b; c.pos++; }
-      else if (b === 0xcd && c.end - c.pos >= 3) { t[i] = (c.buf[c.pos + 1]! << 8) | c.buf[c.pos + 2]!; c.pos += 3; }
-      else t[i] = tokenId(c);
+    let i = 0;
+    const p = fastTokens(c.buf, c.view, c.pos, c.end, t, n);
+    if (p >= 0) {
+      c.pos = p;
+      i = n;
     }
+    for (; i < n; i++) t[i] = tokenId(c); // an unusual width somewhere: the checked reader from the start
     this.nTokens = n;
   }
 
@@ -170,6 +191,16 @@ export class EventScratch {
   }
 }
 
+/** nil, one of `names` (returned as the shared constant), or any other string. */
+function knownStr(c: MsgpackCursor, keys: readonly Uint8Array[], names: readonly string[]): string | null {
+  if (c.isNil()) { c.pos++; return null; }
+  const at = c.pos;
+  const k = c.key(keys);
+  if (k >= 0) return names[k]!;
+  c.pos = at;
+  return c.str();
+}
+
 function optStr(c: MsgpackCursor): string | null {
   if (c.isNil()) { c.pos++; return null; }
   return c.str();
@@ -179,4 +210,40 @@ function tokenId(c: MsgpackCursor): number {
   const v = c.uint();
   if (v > 0xffffffff) throw corruptEvent(`token id ${v} beyond u32`);
   return v;
+}
+
+/**
+ * Token ids in the widths msgspec uses for vocabularies (fixint, uint8, uint16, uint32), two uint16s at a time when
+ * they follow each other (most ids of a 150k vocabulary). Returns the position after the last id, or -1 when an id
+ * has another encoding or the frame ends early (the caller then re-reads with the checked reader).
+ */
+function fastTokens(buf: Uint8Array, view: DataView, p: number, end: number, t: Uint32Array, n: number): number {
+  let i = 0;
+  while (i < n) {
+    const b = buf[p];
+    if (b === 0xcd) {
+      if (p + 6 <= end && buf[p + 3] === 0xcd && i + 1 < n) {
+        t[i] = view.getUint16(p + 1);
+        t[i + 1] = view.getUint16(p + 4);
+        i += 2;
+        p += 6;
+        continue;
+      }
+      if (p + 3 > end) return -1;
+      t[i++] = view.getUint16(p + 1);
+      p += 3;
+    } else if (b !== undefined && b < 0x80) {
+      t[i++] = b;
+      p++;
+    } else if (b === 0xce && p + 5 <= end) {
+      t[i++] = view.getUint32(p + 1);
+      p += 5;
+    } else if (b === 0xcc && p + 2 <= end) {
+      t[i++] = buf[p + 1]!;
+      p += 2;
+    } else {
+      return -1;
+    }
+  }
+  return p;
 }

@@ -40,6 +40,9 @@ export function resolvePolicy(o: IngestPolicyOptions): IngestPolicy {
   if (!Number.isInteger(o.blockSize) || o.blockSize < 1 || o.blockSize > MAX_BLOCK_SIZE) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `blockSize must be an integer in 1..${MAX_BLOCK_SIZE}, got ${o.blockSize}`);
   }
+  if (o.kvGroup !== undefined && !(Number.isInteger(o.kvGroup) && o.kvGroup >= 0)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `kvGroup must be a non-negative integer, got ${o.kvGroup}`);
+  }
   const tierWeights = { ...DEFAULT_TIER_WEIGHTS, ...o.tierWeights };
   for (const [k, v] of Object.entries(tierWeights)) {
     if (!(v >= 0)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `tier weight ${k} must be ≥ 0, got ${v}`);

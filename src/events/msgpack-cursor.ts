@@ -90,7 +90,11 @@ export class MsgpackCursor {
   strLength(): number {
     const c = this.peek();
     let n: number;
-    if ((c & 0xe0) === 0xa0) { n = c & 0x1f; this.pos++; }
+    if ((c & 0xe0) === 0xa0) {
+      n = c & 0x1f;
+      if (this.end - ++this.pos < n) throw corruptEvent("truncated");
+      return n;
+    }
     else if (c === 0xd9) { this.#need(2); n = this.buf[this.pos + 1]!; this.pos += 2; }
     else if (c === 0xda) { this.#need(3); n = this.view.getUint16(this.pos + 1); this.pos += 3; }
     else if (c === 0xdb) { this.#need(5); n = this.view.getUint32(this.pos + 1); this.pos += 5; }
@@ -130,13 +134,13 @@ export class MsgpackCursor {
    */
   key(keys: readonly Uint8Array[]): number {
     const n = this.strLength();
-    const at = this.pos;
+    const at = this.pos, buf = this.buf;
     this.pos += n;
     for (let k = 0; k < keys.length; k++) {
       const key = keys[k]!;
       if (key.length !== n) continue;
       let i = 0;
-      while (i < n && key[i] === this.buf[at + i]) i++;
+      while (i < n && key[i] === buf[at + i]) i++;
       if (i === n) return k;
     }
     return -1;

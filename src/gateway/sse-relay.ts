@@ -11,7 +11,7 @@ import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import { DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
-import { clientHeaders, readChunk, UpstreamFailure } from "./upstream.ts";
+import { clientHeaders, describe, UpstreamFailure } from "./upstream.ts";
 
 function concat(parts: Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
@@ -45,6 +45,10 @@ export class SseRelay {
   #doneSeen = false;
   #unmigratable: string | undefined;
   #closed = false;
+  /** Idle watchdog: one timer per stream, re-armed lazily, instead of a timer per chunk. */
+  #lastRead = 0;
+  #idleFired = false;
+  #watchdog: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly gw: GatewayState, private readonly ex: Exchange, first: Dispatched) {
     this.#cur = first;
@@ -63,18 +67,53 @@ export class SseRelay {
     return new Response(body, { status: this.#cur.attempt.res.status, headers });
   }
 
-  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  /** Arms the idle watchdog: after idleTimeoutMs without a chunk the attempt is aborted and counted as idle. */
+  #watch(): void {
     const idleMs = this.gw.config.upstream.idleTimeoutMs;
+    this.#lastRead = this.gw.fineNow();
+    this.#idleFired = false;
+    const check = (): void => {
+      this.#watchdog = undefined;
+      if (this.#closed) return;
+      const quiet = this.gw.fineNow() - this.#lastRead;
+      if (quiet < idleMs) {
+        this.#watchdog = setTimeout(check, idleMs - quiet);
+        return;
+      }
+      this.#idleFired = true;
+      this.#cur.attempt.abort.abort();
+      void this.#reader.cancel().catch(() => {});
+    };
+    if (this.#watchdog === undefined) this.#watchdog = setTimeout(check, idleMs);
+  }
+
+  #unwatch(): void {
+    if (this.#watchdog !== undefined) clearTimeout(this.#watchdog);
+    this.#watchdog = undefined;
+  }
+
+  #idleFailure(): UpstreamFailure {
+    return new UpstreamFailure("idle", `no data for ${this.gw.config.upstream.idleTimeoutMs} ms`);
+  }
+
+  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    if (this.#watchdog === undefined && !this.#closed) this.#watch();
     while (!this.#closed) {
       let r: ReadableStreamReadResult<Uint8Array>;
       try {
-        r = await readChunk(this.#reader, idleMs);
+        r = await this.#reader.read();
       } catch (e) {
         if (this.#closed) return;
-        if (!(await this.#failover(controller, e as UpstreamFailure))) return;
+        const f = this.#idleFired ? this.#idleFailure() : new UpstreamFailure("stream", `response body broke: ${describe(e)}`);
+        if (!(await this.#failover(controller, f))) return;
         continue;
       }
       if (this.#closed) return;
+      this.#lastRead = this.gw.fineNow();
+      if (this.#idleFired) {
+        if (!(await this.#failover(controller, this.#idleFailure()))) return;
+        continue;
+      }
       if (r.done) {
         if (this.#doneSeen) {
           this.#close(controller);
@@ -157,6 +196,7 @@ export class SseRelay {
   #close(controller: ReadableStreamDefaultController<Uint8Array>): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#unwatch();
     controller.close();
     void this.#reader.cancel().catch(() => {});
   }
@@ -167,6 +207,7 @@ export class SseRelay {
     this.gw.log("warn", `request ${this.ex.requestId}: stream ended with an error: ${err.message}`);
     controller.enqueue(errorEvents(err));
     this.#closed = true;
+    this.#unwatch();
     controller.close();
   }
 
@@ -243,6 +284,7 @@ export class SseRelay {
     this.#rewriting = this.#forwarded > 0;
     this.#tokensBefore = this.#tokens;
     this.#attemptOutput = false;
+    this.#watch();
     return true;
   }
 
@@ -250,6 +292,7 @@ export class SseRelay {
   #cancel(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#unwatch();
     this.#cur.attempt.abort.abort();
     void this.#reader.cancel().catch(() => {});
     this.#cur.handle.cancel();

@@ -48,6 +48,12 @@ export class SseSplitter {
   }
 
   #data(raw: Uint8Array): string | undefined {
+    // Fast path for the shape engines send: one `data: …` line ended by "\n\n" (no other LF, no CR).
+    const n = raw.length;
+    if (n >= 8 && raw[0] === 100 && raw[4] === 58 && raw[5] === 32 && raw.indexOf(LF) === n - 2 && raw.indexOf(CR) < 0 &&
+      raw[1] === 97 && raw[2] === 116 && raw[3] === 97) {
+      return this.#decoder.decode(raw.subarray(6, n - 2));
+    }
     const text = this.#decoder.decode(raw);
     let data: string | undefined;
     for (const line of text.split(/\r\n|\r|\n/)) {

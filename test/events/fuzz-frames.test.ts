@@ -170,7 +170,7 @@ describe("fuzzed corrupt frames", () => {
     it("should survive 2,000 corrupt messages on the wire and apply the next valid batch", async () => {
       const index = await createKvIndex({ maxSlots: 4, capacity: 4096 });
       sub = new ZmqKvEventSubscriber(index);
-      const [s] = await sub.attach({ worker: "wire", endpoint: engine.endpoint, blockSize: 16, replay: noReplay });
+      const [s] = await sub.attach({ worker: "wire", endpoint: engine.endpoint, blockSize: 16 });
       await engine.subscribed();
       await engine.publish(0, vllmBatch([captureStored(capture)], "map"));
       await until(() => s!.lastSeq === 0);

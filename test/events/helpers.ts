@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { encode } from "@msgpack/msgpack";
 import { encodeKvEventBatch, type KvEventEncoding } from "../../src/sim/kv-event-codec.ts";
-import { blockRemoved, blockStored, ALL_BLOCKS_CLEARED, type KvCacheEvent } from "../../src/sim/kv-events.ts";
+import { blockRemoved, blockStored, ALL_BLOCKS_CLEARED, type BlockStoredEvent, type KvCacheEvent } from "../../src/sim/kv-events.ts";
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
 
 const dataDir = new URL("../../../shared/data/kv-events/", import.meta.url);
@@ -56,7 +56,7 @@ export function pack(value: unknown): Uint8Array {
   return encode(value, { useBigInt64: true });
 }
 
-export function captureStored(c: Capture, opts: { blocks?: number; from?: number; lora?: string | null; medium?: string | null } = {}): KvCacheEvent {
+export function captureStored(c: Capture, opts: { blocks?: number; from?: number; lora?: string | null; medium?: string | null } = {}): BlockStoredEvent {
   const from = opts.from ?? 0, n = opts.blocks ?? c.hashes.length - from;
   const e = blockStored(from === 0 ? null : c.hashes[from - 1]!, c.hashes.slice(from, from + n),
     c.tokens.slice(from * c.blockSize, (from + n) * c.blockSize), c.blockSize);
