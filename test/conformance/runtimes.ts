@@ -70,7 +70,8 @@ const kvgate :Workerd.Worker = (
 
 /** Starts the gateway under `runtime` with `env` (KVGATE_* variables) as its whole configuration. */
 export async function startGateway(runtime: RuntimeName, env: Record<string, string>): Promise<RunningGateway> {
-  const all = { KVGATE_HOST: "127.0.0.1", KVGATE_PORT: "0", ...env };
+  // KVGATE_SIM_WORKERS=0: the suite brings its own workers, so no built-in simulated fleet on Node.
+  const all = { KVGATE_HOST: "127.0.0.1", KVGATE_PORT: "0", KVGATE_SIM_WORKERS: "0", ...env };
   switch (runtime) {
     case "node":
       return listening(start(process.execPath, ["--import", "tsx", "src/runtime/node.ts"], { cwd: ROOT, env: all }));
