@@ -44,6 +44,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "server", key: "log", flag: "log", kind: oneOf("info", "warn", "off"), default: "info", doc: "log level (to stderr)" },
   // fleet
   { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false][,total_kv_blocks=N][,max_batched_tokens=N]; repeatable. Without models= the worker's /v1/models is asked at start" },
+  { group: "fleet", key: "simWorkers", flag: "sim-workers", kind: int(0, 64), default: 4, doc: "with no --worker, start this many simulated engines in-process on loopback (KV events wired in) so requests work at once; 0 = none (Node only)" },
+  { group: "fleet", key: "simGpuBlocks", flag: "sim-gpu-blocks", kind: int(16, 1 << 22), default: 4096, doc: "KV blocks of each simulated engine of the built-in fleet" },
   { group: "fleet", key: "blockSize", flag: "block-size", kind: int(1, 1 << 16), default: 16, doc: "tokens per KV block for workers that do not say (must equal the engine's)" },
   { group: "fleet", key: "kvEvents", flag: "kv-events", kind: oneOf("auto", "on", "off"), default: "auto", doc: "default for workers without kv_events=: on = the worker pushes KV events to /admin/kv-events; off = kvgate records its own routing decisions; auto = on when every model of the worker has a precise tokenizer" },
   // tokenizer

@@ -53,6 +53,9 @@ export interface GatewayConfig {
   tickMs: number;
   log: "info" | "warn" | "off";
   workers: WorkerConfig[];
+  /** Built-in simulated fleet started by the Node adapter when no worker is configured. */
+  simWorkers: number;
+  simGpuBlocks: number;
   blockSize: number;
   kvEvents: "auto" | "on" | "off";
   tokenizers: Record<string, ModelTokenizerSource>;

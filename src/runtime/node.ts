@@ -4,13 +4,19 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
+import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
 export async function serveOnNode(argv: readonly string[]): Promise<number> {
   const boot = await bootGateway({ argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t) });
   if (boot.kind === "help") return 0;
   const { gateway, config } = boot;
+  let sims: DefaultFleet | undefined;
+  if (config.workers.length === 0 && config.simWorkers > 0) {
+    sims = await startDefaultFleet(gateway, config.simWorkers, config.simGpuBlocks, config.blockSize);
+  }
   const server = serve({ fetch: gateway.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
     process.stdout.write(listeningLine(config.host, info.port));
+    if (sims) process.stdout.write(tryItLine(listeningLine(config.host, info.port).trim().split(" ").pop()!));
   });
   const timer = setInterval(() => void gateway.tick()?.catch(() => {}), config.tickMs);
   await new Promise<void>((resolve) => {
@@ -18,6 +24,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
     process.once("SIGTERM", resolve);
   });
   clearInterval(timer);
+  await sims?.close();
   // Streams may be open: stop listening, then cut what is left rather than wait for them.
   server.close();
   (server as { closeAllConnections?: () => void }).closeAllConnections?.();

@@ -1,0 +1,47 @@
+/**
+ * @module The built-in fleet: with no worker configured, `kvgate serve` (and so `npm start`) starts simulated engines
+ * on loopback and wires their KV events straight into the gateway, so a newcomer's first request works. Node-only:
+ * the engines are Node HTTP servers.
+ */
+import type { Gateway } from "../gateway/gateway.ts";
+import { callbackSink } from "../sim/index.ts";
+import { startSimServer, type SimServer } from "./sim-node.ts";
+
+export const SIM_MODEL = "kvgate-sim";
+
+export interface DefaultFleet {
+  servers: SimServer[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `count` engines and registers them with events on: their prompts are tokenized by the same approximate
+ * tokenizer the gateway uses without a tokenizer.json, so the block hashes in their events are the gateway's own.
+ */
+export async function startDefaultFleet(gateway: Gateway, count: number, gpuBlocks: number, blockSize: number): Promise<DefaultFleet> {
+  const { ingest, fleet, log } = gateway.state;
+  const servers: SimServer[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const workerId = `sim-${i}`;
+      const sink = callbackSink({ workerId, dpRank: 0 }, (b) => {
+        const r = ingest.ingest({ worker: b.workerId, dpRank: b.dpRank, seq: b.seq, bytes: b.bytes });
+        void r;
+      });
+      const server = await startSimServer({ workerId, model: SIM_MODEL, numGpuBlocks: gpuBlocks, blockSize, sinks: [sink] });
+      servers.push(server);
+      await fleet.add({ url: server.url, id: workerId, models: [SIM_MODEL], blockSize, kvEvents: true, totalKvBlocks: gpuBlocks });
+    }
+  } catch (e) {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    throw e;
+  }
+  log("info", `built-in fleet: ${count} simulated engines (${servers.map((s) => s.url).join(", ")}), model ${SIM_MODEL}`);
+  return { servers, close: async () => void (await Promise.allSettled(servers.map((s) => s.close()))) };
+}
+
+/** What to paste to try it. */
+export function tryItLine(baseUrl: string): string {
+  const body = JSON.stringify({ model: SIM_MODEL, stream: true, messages: [{ role: "user", content: "Hello from kvgate!" }], max_tokens: 16 });
+  return `try:\n  curl -N ${baseUrl}/v1/chat/completions -H 'content-type: application/json' -d '${body}'\n`;
+}
