@@ -13,6 +13,10 @@ const BENCHES: Record<string, { about: string; load: () => Promise<BenchModule> 
     about: "replay of the Mooncake synthetic trace as KV events + find_matches: WASM vs TS reference, event ingestion, 8k-token route cost",
     load: () => import("./index-replay.ts"),
   },
+  events: {
+    about: "engine KV-event batches (vLLM msgpack, both encodings) decoded and applied, ZeroMQ to index, vs the core's raw apply rate",
+    load: () => import("./events.ts"),
+  },
   select: {
     about: "worker selection (scoring kernel) benchmark",
     // select.ts is written separately; a computed specifier keeps `tsc` from failing while it is absent.

@@ -6,7 +6,7 @@
 import { Dealer } from "zeromq";
 import { KvgateError } from "../core/errors.ts";
 import type { ReplaySource } from "../events/kv-event-stream.ts";
-import { parseReplayReply, replayRequest, type SeqFrame } from "../events/zmq-frames.ts";
+import { parseReplayReply, plainFrames, replayRequest, type SeqFrame } from "../events/zmq-frames.ts";
 
 export interface ZmqReplayOptions {
   /** Longest wait for the next reply frame (and for the request to be sent) before the replay counts as failed. Default 5,000 ms. */
@@ -34,7 +34,7 @@ export class ZmqReplayClient implements ReplaySource {
         } catch (e) {
           throw new KvgateError("KVGATE_ERR_STATE", `replay from ${this.endpoint}: ${(e as Error).message}`, undefined, { cause: e });
         }
-        const r = parseReplayReply(frames);
+        const r = parseReplayReply(plainFrames(frames));
         if (r === "end") return;
         if (r === null) throw new KvgateError("KVGATE_ERR_CORRUPT_EVENT", `malformed replay reply (${frames.length} frames)`);
         yield r;

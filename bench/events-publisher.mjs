@@ -1,0 +1,34 @@
+/**
+ * @module The engine side of the events benchmark's ZeroMQ path, in a worker thread: publishing costs the engine's
+ * CPU, not the router's, so it must not share the router's event loop. Plain JS so the worker needs no TS loader.
+ * Protocol: workerData { payloads, topic }; posts its endpoint, then "subscribed"; on { cycles, seq } it publishes
+ * every payload `cycles` times with consecutive 8-byte big-endian sequence numbers, then posts "sent".
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { XPublisher } from "zeromq";
+
+const { payloads, topic } = workerData;
+const pub = new XPublisher({ linger: 0, sendHighWaterMark: 10_000_000 });
+await pub.bind("tcp://127.0.0.1:*");
+parentPort.postMessage({ endpoint: pub.lastEndpoint });
+await pub.receive(); // the subscription arrived: nothing published from here on is lost
+parentPort.postMessage("subscribed");
+
+const seqFrame = (seq) => {
+  const b = new Uint8Array(8);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, Math.floor(seq / 2 ** 32));
+  v.setUint32(4, seq >>> 0);
+  return b;
+};
+
+parentPort.on("message", async (m) => {
+  if (m === "close") {
+    pub.close();
+    parentPort.close();
+    return;
+  }
+  let seq = m.seq;
+  for (let c = 0; c < m.cycles; c++) for (const p of payloads) await pub.send([topic, seqFrame(seq++), p]);
+  parentPort.postMessage("sent");
+});

@@ -1,0 +1,211 @@
+/**
+ * @module `npm run bench -- events`: acceptance item 4 of issue 6. Engine KV-event batches (vLLM msgpack, both
+ * encodings) decoded and applied to the index, in events/s and block-ops/s, against the core's raw apply rate
+ * measured in the same run:
+ *
+ * (a) raw: `KvIndex.applyBatch` of the same batches pre-encoded by the core's EventBatchWriter (byte-equal to what
+ *     the decoder produces; a run of BlockRemoved events is one record in both), so ratios isolate decoding;
+ * (b) decode only: msgpack → binary records, nothing applied;
+ * (c) decode + apply in process: `KvEventStream.onBatch` (sequence tracking included);
+ * (d) ZeroMQ to index, router side: frames queued in the SUB socket, then received, decoded, applied (the target);
+ * (e) ZeroMQ end to end while the engine publishes from a worker thread (ZmqKvEventSubscriber; shares the cores);
+ * (f) ZeroMQ transport alone: the drained frames received and dropped.
+ *
+ * The index is the gateway's default (capacity 2^20, 64 slots) holding `--background` blocks of 15 other workers,
+ * as a fleet router would; (a′)/(c′) repeat (a)/(c) on an index sized to this one worker (all in cache) for
+ * sensitivity. Target: (d) ≥ 50% of (a), worse encoding. Nothing is asserted (shared, noisy machine); ratios are
+ * printed and written to bench/results/events.json. Flags: --blocks-per-batch B (128), --capacity C engine cache
+ * blocks (8192), --batches N (400), --background N (524288), --samples N (10), --zmq-runs N (5), --quick.
+ */
+import { loadavg } from "node:os";
+import { loadCoreModule } from "../src/wasm/module-fs.ts";
+import { KvIndex } from "../src/core/kv-index.ts";
+import { EventBatchWriter } from "../src/core/event-encoder.ts";
+import { seededRandom } from "../src/core/seeded-random.ts";
+import { BatchPreparer } from "../src/events/batch-preparer.ts";
+import { resolvePolicy } from "../src/events/ingest-policy.ts";
+import { KvEventStream } from "../src/events/kv-event-stream.ts";
+import { buildWorkload, type Workload } from "./events-workload.ts";
+import { zmqRuns } from "./events-zmq.ts";
+import { consume, describe, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement } from "./harness.ts";
+
+interface Args {
+  blocksPerBatch: number;
+  capacity: number;
+  batches: number;
+  background: number;
+  samples: number;
+  zmqRuns: number;
+  quick: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { blocksPerBatch: 128, capacity: 8192, batches: 400, background: 1 << 19, samples: 10, zmqRuns: 5, quick: false };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i]!;
+    const int = (): number => {
+      const n = Number(argv[++i]);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${k} needs a non-negative integer`);
+      return n;
+    };
+    if (k === "--blocks-per-batch") a.blocksPerBatch = int();
+    else if (k === "--capacity") a.capacity = int();
+    else if (k === "--batches") a.batches = int();
+    else if (k === "--background") a.background = int();
+    else if (k === "--samples") a.samples = int();
+    else if (k === "--zmq-runs") a.zmqRuns = int();
+    else if (k === "--quick") a.quick = true;
+    else throw new Error(`unknown flag ${k}`);
+  }
+  if (a.quick) Object.assign(a, { batches: Math.min(a.batches, 150), samples: Math.min(a.samples, 5), zmqRuns: Math.min(a.zmqRuns, 3) });
+  return a;
+}
+
+const WORKER = "bench-engine";
+const policy = resolvePolicy({ blockSize: 16 });
+
+/** An index sized to this one worker: twice its engine's cache, all of it in CPU caches. */
+function smallIndex(module: WebAssembly.Module, capacityBlocks: number): KvIndex {
+  let cap = 1024;
+  while (cap < capacityBlocks * 2) cap *= 2;
+  return new KvIndex(module, { maxSlots: 4, capacity: cap });
+}
+
+/** The gateway's default index holding `background` blocks of 15 other workers (random prefixes of 1–64 blocks). */
+function fleetIndex(module: WebAssembly.Module, background: number): KvIndex {
+  const idx = new KvIndex(module);
+  const r = seededRandom(15);
+  const w = new EventBatchWriter(1 << 20);
+  const slots = Array.from({ length: 15 }, (_, i) => idx.slotFor(`fleet-${i}`, 0));
+  for (let done = 0, s = 0; done < background; s = (s + 1) % slots.length) {
+    const n = Math.min(background - done, 1 + r.int(64));
+    const hashes = Array.from({ length: n }, () => r.u64()), locals = Array.from({ length: n }, () => r.u64());
+    if (w.byteLength + 24 + 16 * n > idx.options.eventBytes) { idx.applyBatch(w.bytes()); w.reset(); }
+    w.stored(slots[s]!, null, hashes, locals);
+    done += n;
+  }
+  if (w.records > 0) idx.applyBatch(w.bytes());
+  const c = idx.counters();
+  if (idx.stats().entries !== background || c.evicted + c.capacity > 0) throw new Error(`background fill: ${JSON.stringify(c)}`);
+  return idx;
+}
+
+/** The decoder's records equal the core encoder's; one cycle through a stream applies every event and leaves the worker empty. */
+function verify(idx: KvIndex, w: Workload): string[] {
+  const errors: string[] = [];
+  const before = idx.counters();
+  for (const form of ["array", "map"] as const) {
+    const slot = idx.slotFor(WORKER, 0);
+    const prep = new BatchPreparer(idx, WORKER, 0, policy);
+    const binary = w.binary(slot);
+    w.payloads[form].forEach((p, i) => {
+      prep.prepare(p);
+      const mine = [...prep.builder.chunks()];
+      if (mine.length !== 1 || Buffer.compare(mine[0]!, binary[i]!) !== 0) errors.push(`${form} batch ${i}: records differ from EventBatchWriter's`);
+    });
+    const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
+    w.payloads[form].forEach((p, i) => s.onBatch(i, p));
+    if (idx.treeSize(WORKER) !== 0) errors.push(`${form}: ${idx.treeSize(WORKER)} blocks left after the drain`);
+    if (s.counters.blocksStored !== w.stats.storedBlocks || s.counters.corruptFrames > 0) errors.push(`${form}: stream counters ${JSON.stringify(s.counters)}`);
+  }
+  const c = idx.counters();
+  for (const k of ["parentMissing", "invalid", "capacity", "unknownRemoved", "corrupt", "evicted"] as const) {
+    if (c[k] !== before[k]) errors.push(`core counter ${k} moved by ${c[k] - before[k]}`);
+  }
+  return errors;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  const started = now();
+  const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");
+  const module = await loadCoreModule();
+  const log = (s = ""): void => console.log(s);
+  const w = buildWorkload({ seed: 6, blocksPerBatch: args.blocksPerBatch, capacityBlocks: args.capacity, batches: args.batches, blockSize: 16 });
+  const st = w.stats;
+  log(`kvgate events benchmark — ${new Date().toISOString()}`);
+  log(`workload: one vLLM worker, ${st.batches} engine batches (${args.blocksPerBatch} blocks stored per step, cache ${args.capacity} blocks, then drained), ` +
+    `${st.storedEvents} BlockStored (${st.storedBlocks} blocks) + ${st.removedEvents} BlockRemoved (one per block, as vLLM sends them)`);
+  log(`  ${st.events} events, ${st.blockOps} block ops per cycle; msgpack ${(st.msgpackBytes.array / 1024).toFixed(0)} KiB (array) / ` +
+    `${(st.msgpackBytes.map / 1024).toFixed(0)} KiB (map), binary records ${(st.binaryBytes / 1024).toFixed(0)} KiB`);
+  const fleet = fleetIndex(module, args.background);
+  const small = smallIndex(module, args.capacity);
+  log(`index: default options (capacity 2^${Math.log2(fleet.options.capacity)}, ${fleet.options.maxSlots} slots) with ${args.background} background blocks; ` +
+    `sensitivity index capacity 2^${Math.log2(small.options.capacity)}`);
+  const errors = [...verify(fleet, w), ...verify(small, w)];
+  log(`verification (decoder records byte-equal to EventBatchWriter's, every event applied, worker empty after each cycle): ${errors.length ? "FAILED" : "ok"}`);
+  for (const e of errors) log(`    ${e}`);
+
+  const S = args.samples, opsPerIter = st.blockOps;
+  const m: Record<string, Measurement> = {};
+  const raw = (idx: KvIndex, name: string): Measurement => {
+    const binary = w.binary(idx.slotFor(WORKER, 0));
+    return measure(name, (n) => {
+      let a = 0;
+      for (let i = 0; i < n; i++) for (const b of binary) a += idx.applyBatch(b).records;
+      return a;
+    }, { opsPerIter, samples: S });
+  };
+  const streamed = (idx: KvIndex, form: "array" | "map", name: string): Measurement => {
+    const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
+    let seq = 0;
+    return measure(name, (n) => {
+      for (let i = 0; i < n; i++) for (const p of w.payloads[form]) s.onBatch(seq++, p);
+      return s.counters.batches;
+    }, { opsPerIter, samples: S });
+  };
+  m.raw = raw(fleet, "(a) raw: applyBatch of pre-encoded binary batches");
+  for (const form of ["array", "map"] as const) {
+    const prep = new BatchPreparer(fleet, WORKER, 0, policy);
+    m[`decode_${form}`] = measure(`(b) decode only, ${form} events`, (n) => {
+      let a = 0;
+      for (let i = 0; i < n; i++) for (const p of w.payloads[form]) a += prep.prepare(p).records;
+      return a;
+    }, { opsPerIter, samples: S });
+    m[`stream_${form}`] = streamed(fleet, form, `(c) decode + apply in process, ${form} events`);
+  }
+  m.rawSmall = raw(small, "(a′) raw, worker-sized index");
+  m.streamSmall = streamed(small, "array", "(c′) decode + apply, worker-sized index, array events");
+
+  const zmq: Record<string, number[]> = {};
+  const messages = args.quick ? 1_500 : 3_000;
+  for (const form of ["array", "map"] as const) {
+    zmq[`drain_${form}`] = await zmqRuns("drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages);
+  }
+  zmq.stream_array = await zmqRuns("stream", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, 4 * messages);
+  zmq.sink_array = await zmqRuns("sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages);
+
+  const perEvent = st.events / st.blockOps;
+  const rows: string[][] = [];
+  const ratios: Record<string, number> = {};
+  const add = (key: string, name: string, ns: number, base = m.raw!.medianNs): void => {
+    ratios[key] = base / ns;
+    rows.push([name, fmtRate((1e9 / ns) * perEvent, "events/s"), fmtRate(1e9 / ns, "block-ops/s"), `${ns.toFixed(1)} ns`, fmtRatio(ratios[key]!)]);
+  };
+  add("raw", m.raw.name, m.raw.medianNs);
+  for (const form of ["array", "map"] as const) {
+    add(`decode_${form}`, m[`decode_${form}`]!.name, m[`decode_${form}`]!.medianNs);
+    add(`stream_${form}`, m[`stream_${form}`]!.name, m[`stream_${form}`]!.medianNs);
+    add(`zmq_${form}`, `(d) ZeroMQ to index (router side), ${form} events`, percentile(zmq[`drain_${form}`]!, 50));
+  }
+  add("zmq_stream_array", "(e) ZeroMQ end to end, engine thread publishing, array", percentile(zmq.stream_array!, 50));
+  add("zmq_transport", "(f) ZeroMQ transport only (frames dropped), array", percentile(zmq.sink_array!, 50));
+  add("rawSmall", m.rawSmall.name, m.rawSmall.medianNs, m.rawSmall.medianNs);
+  add("streamSmall", `${m.streamSmall.name} (÷ a′)`, m.streamSmall.medianNs, m.rawSmall.medianNs);
+  log();
+  for (const k of Object.keys(m)) log(`  ${describe(m[k]!, "blk")}`);
+  for (const [k, runs] of Object.entries(zmq)) log(`  ZeroMQ ${k.padEnd(12)} ns/block-op per run: ${runs.map((x) => x.toFixed(1)).join(", ")}`);
+  log();
+  log(table(["path", "events/s", "block-ops/s", "per block op", "÷ raw rate"], rows));
+  const worst = Math.min(ratios.zmq_array!, ratios.zmq_map!);
+  log();
+  log(`target: ZeroMQ to index ≥ 50% of the raw apply rate — ${(worst * 100).toFixed(0)}% (worse encoding) → ${worst >= 0.5 ? "MET" : "MISSED"}`);
+  const load1 = loadavg().map((x) => x.toFixed(2)).join(" ");
+  log(`load average ${load0} → ${load1}; checksum ${sinkValue()}; ${((now() - started) / 1e3).toFixed(1)} s`);
+  consume(worst);
+  const path = writeResults("events", {
+    args, workload: st, verification: errors, measurements: m, zmqNsPerBlockOp: zmq, ratiosToRaw: ratios,
+    target: { zmqOverRaw: 0.5, worst, met: worst >= 0.5 }, loadAverage: { start: load0, end: load1 }, wallMs: now() - started,
+  });
+  log(`results: ${path}`);
+}
