@@ -80,3 +80,17 @@ export function errorEvents(error: { toJSON(): unknown }): Uint8Array {
 }
 
 export const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+
+/** Joins the events of one upstream read into one write. */
+export function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
