@@ -1,8 +1,8 @@
 /**
  * @module Subscribes to engines' KV events over ZeroMQ: one SUB socket per (worker, dp rank) endpoint, reconnecting
  * by itself, each feeding a KvEventStream of the shared hub, with a DEALER replay client per endpoint when the
- * engine has a replay socket. Node-only because `zeromq` is a native module (it crashes under Bun 1.4.5); the
- * decoding, ordering and recovery logic lives runtime-neutral in src/events.
+ * engine has a replay socket. Runs where the native `zeromq` module loads: Node 20 (tested) and Deno 2.9 (smoke-
+ * checked); it aborts under Bun 1.4.5. The decoding, ordering and recovery logic lives runtime-neutral in src/events.
  */
 import { Subscriber } from "zeromq";
 import { KvgateError } from "../core/errors.ts";

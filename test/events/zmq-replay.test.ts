@@ -120,6 +120,36 @@ describe("engine restart over ZeroMQ", () => {
   });
 });
 
+describe("engine process restart on the same endpoint", () => {
+  it("should reconnect by itself, see the new process's seq 0 as a restart, and index only the new cache", async () => {
+    const { engine, stream, worker } = await setup({ replay: false });
+    for (let q = 0; q < 4; q++) await engine.publish(q, blockBatch(q));
+    await until(() => stream.lastSeq === 3);
+    const endpoint = engine.endpoint;
+    const disconnects = sub.transport.disconnects;
+    await engine.close();
+    engines.splice(engines.indexOf(engine), 1);
+    await until(() => sub.transport.disconnects > disconnects, "disconnect seen");
+    let next: TestEngine | undefined;
+    // The old socket's port is normally free at once; retry briefly in case the OS holds it.
+    for (let i = 0; !next; i++) {
+      try {
+        next = await TestEngine.start({ endpoint });
+      } catch (e) {
+        if (i > 200) throw e;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    engines.push(next);
+    await next.subscribed();
+    await next.publish(0, vllmBatch([captureStored(capture, { blocks: 2 })]));
+    await until(() => stream.counters.restarts === 1, "restart");
+    expect(stream.lastSeq).toBe(0);
+    expect(index.treeSize(worker)).toBe(2);
+    expect(stream.cold).toBe(false);
+  });
+});
+
 describe("data-parallel ranks", () => {
   it("should subscribe to port + rank for each rank and index each rank's blocks under its own slot", async () => {
     const [base, rank1] = await TestEngine.startRanks();
