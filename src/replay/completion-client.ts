@@ -21,6 +21,9 @@ export interface CompletionRecord {
   cachedTokens?: number;
   /** The worker that served it, when the router says so in a response header. */
   worker?: string;
+  /** The router's prediction (`x-kvgate-overlap-blocks: cached/total`): prompt blocks it expected cached, of all. */
+  predictedBlocks?: number;
+  promptBlocks?: number;
   error?: string;
 }
 
@@ -41,7 +44,7 @@ export interface CompletionCall {
   signal?: AbortSignal;
 }
 
-/** Response headers naming the worker, as kvgate's gateway and the replay's router front set them. */
+/** Response headers naming the worker (kvgate's gateway sets the first). */
 export const WORKER_HEADERS = ["x-kvgate-worker", "x-worker-id"];
 
 const utf8 = new TextEncoder();
@@ -111,6 +114,8 @@ export async function sendCompletion(call: CompletionCall): Promise<CompletionRe
     });
     rec.status = res.status;
     rec.worker = WORKER_HEADERS.map((h) => res.headers.get(h)).find((v) => v) ?? undefined;
+    const overlap = /^(\d+)\/(\d+)$/.exec(res.headers.get("x-kvgate-overlap-blocks") ?? "");
+    if (overlap) [rec.predictedBlocks, rec.promptBlocks] = [Number(overlap[1]), Number(overlap[2])];
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => "");
       rec.error = `HTTP ${res.status}: ${errorMessage(text)}`;

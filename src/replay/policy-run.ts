@@ -1,19 +1,19 @@
 /**
- * @module Replays one arrival schedule against one policy on a fresh fleet: starts the simulated engines, a router
- * configured for the policy behind an HTTP front, sends every request over HTTP as a streaming completion at its
- * time, samples per-worker load, and tears everything down. Every policy gets the same seed, capacity and schedule.
+ * @module Replays one arrival schedule against one policy on a fresh fleet: starts the simulated engines and a
+ * kvgate gateway (createGateway) configured for the policy, serves it over HTTP, sends every request to it as a
+ * streaming completion at its time, feeds the engines' KV events to its ingest (kv with events only), samples
+ * per-worker load, and tears everything down. Every policy gets the same seed, capacity and schedule.
  */
-import { createKvIndex } from "../core/create-kv-index.ts";
-import { Router, createPrng } from "../routing/index.ts";
+import { defaultConfig, type GatewayConfig } from "../gateway/config.ts";
+import { createGateway, type Gateway } from "../gateway/gateway.ts";
+import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
 import { engineClock } from "./engine-clock.ts";
-import { KvEventApplier, type ApplierStats } from "./kv-event-applier.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ReplayRequest } from "./replay-request.ts";
-import { createRouterFront } from "./router-front.ts";
 import { runSchedule, type ScheduleReport } from "./schedule.ts";
 import { promptTokens } from "./synthetic-tokens.ts";
 
@@ -47,9 +47,40 @@ export interface PolicyRun {
   gaps: Float64Array;
   load: LoadSample[];
   schedule: ScheduleReport;
-  /** Cached tokens the router predicted at routing time / prompt tokens routed. */
-  predictedHitRate: number;
-  events?: ApplierStats;
+  /** KV-event batches handed to the gateway's ingest, and what it made of them. */
+  events?: EventStats;
+  /** Gateway log lines (warnings), the first few. */
+  log: string[];
+}
+
+export interface EventStats {
+  batches: number;
+  events: number;
+  /** Batches the ingest refused or ignored, and batches its sequence numbers say were lost. */
+  refused: number;
+  gaps: number;
+}
+
+/** The gateway as the replay runs it: the policy's routing and event mode, no router queue, engine-time clocks. */
+export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "fleet" | "seed">, workers: readonly { id: string; url: string }[]): GatewayConfig {
+  const { fleet } = input;
+  const wiring = POLICY_WIRING[input.policy];
+  const c = defaultConfig();
+  c.port = 0;
+  c.log = "warn";
+  c.blockSize = fleet.engine.blockSize;
+  c.workers = workers.map((w) => ({
+    url: w.url, id: w.id, models: [fleet.model], blockSize: fleet.engine.blockSize, kvEvents: wiring.kvEvents,
+    totalKvBlocks: fleet.engine.numGpuBlocks, maxBatchedTokens: fleet.engine.maxNumBatchedTokens,
+  }));
+  c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed };
+  c.index = {
+    maxSlots: Math.max(c.index.maxSlots, fleet.workers),
+    capacity: Math.min(1 << 26, Math.max(c.index.capacity, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
+    maxPromptTokens: Math.max(c.index.maxPromptTokens, fleet.engine.maxModelLen),
+  };
+  c.maxBodyBytes = Math.max(c.maxBodyBytes, fleet.engine.maxModelLen * 12 + 4096);
+  return c;
 }
 
 const TICK_MS = 1_000;
@@ -58,38 +89,45 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
   const { policy, fleet, host } = input;
   const wiring = POLICY_WIRING[policy];
   const clock = engineClock(host.wall, input.engineSpeedup);
-  const index = await createKvIndex({
-    maxSlots: Math.max(64, fleet.workers), capacity: Math.min(1 << 26, Math.max(1 << 20, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
-  });
-  const applier = wiring.applyEvents ? new KvEventApplier(index) : undefined;
-  let predicted = 0, routedTokens = 0;
-  const router = new Router({
-    index, now: clock.now, random: createPrng(input.seed),
-    observer: { routed: (s) => ((predicted += s.cachedTokens), (routedTokens += s.requestTokens)) },
-  }, { policy: wiring.routing, queueThreshold: null, seed: input.seed });
   const servers: { close(): Promise<void> }[] = [];
   const workers = Array.from({ length: fleet.workers }, (_, i) => `w${i}`);
+  const log: string[] = [];
+  const events: EventStats | undefined = wiring.applyEvents ? { batches: 0, events: 0, refused: 0, gaps: 0 } : undefined;
+  let gw: Gateway | undefined;
+  const ingest = (b: EncodedKvBatch): void => {
+    if (!gw || !events) return;
+    events.batches++;
+    try {
+      const r = gw.state.ingest.ingest({ worker: b.workerId, dpRank: b.dpRank, seq: b.seq, bytes: b.bytes });
+      events.events += r.events;
+      events.gaps += r.gap;
+      if (r.result !== "applied") events.refused++;
+    } catch (e) {
+      events.refused++;
+      if (log.length < 20) log.push(`KV ingest: ${(e as Error).message}`);
+    }
+  };
   try {
     const sims = await host.startFleet({
       engines: workers.map((workerId) => ({ ...fleet.engine, model: fleet.model, workerId, speedupRatio: input.engineSpeedup })),
-      onBatch: applier ? (b) => applier.apply(b) : undefined,
+      onBatch: events ? ingest : undefined,
     });
     servers.push(sims);
-    workers.forEach((id, i) => router.addWorker({
-      id, endpoint: sims.urls[i]!, models: [fleet.model], blockSize: fleet.engine.blockSize, totalKvBlocks: fleet.engine.numGpuBlocks,
-      maxBatchedTokens: fleet.engine.maxNumBatchedTokens, kvEvents: wiring.kvEvents,
-    }));
-    const front = await host.serve(createRouterFront({ router, fetch: host.fetch }));
+    gw = await createGateway(replayGatewayConfig(input, workers.map((id, i) => ({ id, url: sims.urls[i]! }))), {
+      fetch: host.fetch, now: clock.now, fineNow: clock.now, log: (line) => void (log.length < 20 && log.push(line)),
+    });
+    const gateway = gw;
+    const front = await host.serve(async (req) => gateway.fetch(req));
     servers.push(front);
     const runStart = clock.now();
     const sampler = new LoadSampler(sims.urls, { fetch: host.fetch, clock, intervalMs: input.sampleEveryMs, runStart });
     sampler.start();
     let ticking = true;
-    // Housekeeping the gateway would schedule: approximate-mode TTLs and stale bookings.
+    // Housekeeping a server adapter would run on a timer: expiries, approximate-mode TTLs, health probes.
     const ticker = (async () => {
       while (ticking) {
         await clock.sleep(TICK_MS);
-        router.tick();
+        await gateway.tick();
       }
     })();
     const records: CompletionRecord[] = [];
@@ -117,10 +155,7 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
     const load = await sampler.stop();
     await ticker;
     records.sort((a, b) => a.sentAt - b.sentAt || a.index - b.index);
-    return {
-      policy, workers, records, gaps: Float64Array.from(gaps), load, schedule,
-      predictedHitRate: routedTokens ? predicted / routedTokens : 0, events: applier?.stats,
-    };
+    return { policy, workers, records, gaps: Float64Array.from(gaps), load, schedule, events, log };
   } finally {
     await Promise.all(servers.map((s) => s.close()));
   }

@@ -27,6 +27,8 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --model NAME               served model name (default kvgate-sim)
   --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
   --sample-ms N              engine ms between per-worker load samples (default: about 200 samples per run)
+  --warmup N                 first N requests replayed once, unmeasured, before the policies, so the first
+                             policy does not pay for a cold JIT (default 50; 0 = none)
   --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
   --json PATH, --html PATH   override either output path
   --no-progress              no progress bar on stderr`;
@@ -44,6 +46,7 @@ export interface ReplayConfig {
   model: string;
   seed: number;
   sampleEveryMs?: number;
+  warmup: number;
   jsonPath: string;
   htmlPath: string;
   progress: boolean;
@@ -54,7 +57,7 @@ const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
   "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value",
-  "sample-ms": "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
+  "sample-ms": "value", warmup: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
 } as const;
 
 type Flags = Record<string, string | boolean>;
@@ -102,6 +105,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     model: str("model") ?? "kvgate-sim",
     seed,
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
+    warmup: num(f, "warmup", 50, { int: true, min: 0 }),
     jsonPath: str("json") ?? `${out}.json`,
     htmlPath: str("html") ?? `${out}.html`,
     progress: f["no-progress"] !== true,

@@ -5,7 +5,9 @@
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import type { WallClock } from "./engine-clock.ts";
-import type { FetchHandler } from "./router-front.ts";
+
+/** A Web-standard request handler (what kvgate's gateway exposes as `fetch`). */
+export type FetchHandler = (req: Request) => Promise<Response>;
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:41234 (no trailing slash). */

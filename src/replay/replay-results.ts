@@ -4,10 +4,9 @@
  * plots and every request's measurements. All times are engine milliseconds.
  */
 import type { CompletionRecord } from "./completion-client.ts";
-import type { ApplierStats } from "./kv-event-applier.ts";
 import type { LoadSample } from "./load-sampler.ts";
 import type { TraceNotes } from "./mooncake-trace.ts";
-import type { PolicyRun } from "./policy-run.ts";
+import type { EventStats, PolicyRun } from "./policy-run.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ScheduleReport } from "./schedule.ts";
 import { cdfPoints, hitRateOverTime, summarize, type HitBucket, type PolicySummary } from "./stats.ts";
@@ -40,9 +39,12 @@ export interface PolicyResult {
   policy: ReplayPolicy;
   label: string;
   summary: PolicySummary;
+  /** Prompt tokens the router expected cached when it chose (from its response headers) / prompt tokens. */
   predictedHitRate: number;
   schedule: ScheduleReport;
-  events?: ApplierStats;
+  events?: EventStats;
+  /** The gateway's warnings during the run (first few). */
+  log: string[];
   ttftCdf: [number, number][];
   hitOverTime: HitBucket[];
   load: { workers: string[]; samples: LoadSample[] };
@@ -72,11 +74,22 @@ function bucketFor(run: PolicyRun): number {
   return Math.max(100, Math.ceil(end / 30));
 }
 
-export function policyResult(run: PolicyRun): PolicyResult {
+/** Share of prompt tokens the router expected cached (its overlap blocks × block size); NaN when it never said. */
+export function predictedHitRate(records: readonly CompletionRecord[], blockSize: number): number {
+  let predicted = 0, prompt = 0;
+  for (const r of records) {
+    if (r.predictedBlocks === undefined || r.error) continue;
+    predicted += Math.min(r.promptTokens, r.predictedBlocks * blockSize);
+    prompt += r.promptTokens;
+  }
+  return prompt > 0 ? predicted / prompt : NaN;
+}
+
+export function policyResult(run: PolicyRun, blockSize: number): PolicyResult {
   const ok = run.records.filter((r) => !r.error && r.ttftMs !== undefined);
   return {
     policy: run.policy, label: POLICY_WIRING[run.policy].label, summary: summarize(run.records, run.gaps),
-    predictedHitRate: run.predictedHitRate, schedule: run.schedule, events: run.events,
+    predictedHitRate: predictedHitRate(run.records, blockSize), schedule: run.schedule, events: run.events, log: run.log,
     ttftCdf: cdfPoints(ok.map((r) => r.ttftMs!)), hitOverTime: hitRateOverTime(run.records, bucketFor(run)),
     load: { workers: run.workers, samples: run.load }, requests: run.records,
   };

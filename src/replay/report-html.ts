@@ -18,12 +18,12 @@ const pct = (v: number): string => `${Math.round(v * 100)}%`;
 
 function ttftChart(policies: readonly PolicyResult[]): string {
   const series: Series[] = policies.map((p) => ({ name: p.label, color: POLICY_COLORS[p.policy], points: p.ttftCdf, step: true }));
-  return lineChart(series, { id: "ttft-cdf", title: "TTFT CDF per policy", xLabel: "time to first token (engine ms, log scale)", yLabel: "fraction of requests", logX: true, yMin: 0, yMax: 1, yFormat: pct, width: 760, height: 360 });
+  return lineChart(series, { id: "ttft-cdf", title: "TTFT CDF per policy", xLabel: "time to first token (engine ms, log scale)", yLabel: "fraction of requests", logX: true, yMin: 0, yMax: 1, yFormat: pct, width: 900, height: 380 });
 }
 
 function hitChart(policies: readonly PolicyResult[]): string {
   const series: Series[] = policies.map((p) => ({ name: p.label, color: POLICY_COLORS[p.policy], points: p.hitOverTime.map((b) => [b.t / 1000, b.rate] as const) }));
-  return lineChart(series, { id: "hit-rate", title: "Actual prefix-cache hit rate over time (cached / prompt tokens, by send time)", xLabel: "engine seconds since start", yLabel: "hit rate", yMin: 0, yMax: 1, yFormat: pct, width: 760, height: 320 });
+  return lineChart(series, { id: "hit-rate", title: "Actual prefix-cache hit rate over time (cached / prompt tokens, by send time)", xLabel: "engine seconds since start", yLabel: "hit rate", yMin: 0, yMax: 1, yFormat: pct, width: 900, height: 320 });
 }
 
 function loadChart(p: PolicyResult, yMax: number): string {
@@ -33,7 +33,7 @@ function loadChart(p: PolicyResult, yMax: number): string {
   }));
   return lineChart(series, {
     id: `load-${p.policy}`, title: `${p.label}: requests on each engine (running + waiting)`, xLabel: "engine seconds since start",
-    yLabel: "requests", yMin: 0, yMax, width: 500, height: 260, legend: workers.length <= 10,
+    yLabel: "requests", yMin: 0, yMax, width: 520, height: 260, legend: workers.length <= 16,
   });
 }
 
@@ -59,7 +59,8 @@ function setup(r: ReplayResults): string {
 export function renderReport(r: ReplayResults): string {
   let maxLoad = 1;
   for (const p of r.policies) for (const s of p.load.samples) for (let i = 0; i < s.running.length; i++) maxLoad = Math.max(maxLoad, (s.running[i] || 0) + (s.waiting[i] || 0));
-  const loads = r.policies.map((p) => `<div class="cell">${loadChart(p, maxLoad)}</div>`).join("");
+  // One scale for every policy, with headroom, so the panels compare at a glance.
+  const loads = r.policies.map((p) => `<div class="cell">${loadChart(p, Math.ceil(maxLoad * 1.1))}</div>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kvgate replay report</title>
 <style>

@@ -64,7 +64,9 @@ export function logTicks(lo: number, hi: number): number[] {
 
 export function lineChart(series: readonly Series[], o: ChartOptions): string {
   const W = o.width ?? 640, H = o.height ?? 320;
-  const m = { l: 58, r: 14, t: 30, b: 44 };
+  // The legend sits right of the plot, so it never hides a line.
+  const legendWidth = o.legend === false || series.length === 0 ? 0 : 34 + 6.2 * Math.max(...series.map((s) => s.name.length));
+  const m = { l: 58, r: 14 + legendWidth, t: 30, b: 44 };
   const pw = W - m.l - m.r, ph = H - m.t - m.b;
   const xs = series.flatMap((s) => s.points.map((p) => p[0])).filter((x) => Number.isFinite(x) && (!o.logX || x > 0));
   const ys = series.flatMap((s) => s.points.map((p) => p[1])).filter(Number.isFinite);
@@ -102,10 +104,11 @@ export function lineChart(series: readonly Series[], o: ChartOptions): string {
     }
     parts.push(`<polyline data-series="${escapeXml(s.name)}" fill="none" stroke="${s.color}" stroke-width="1.6" points="${pts.join(" ")}"/>`);
   }
-  if (o.legend !== false) {
+  if (legendWidth > 0) {
+    const x = m.l + pw + 12;
     series.forEach((s, i) => {
-      const y = m.t + 14 + i * 15;
-      parts.push(`<line x1="${m.l + 10}" x2="${m.l + 30}" y1="${y - 4}" y2="${y - 4}" stroke="${s.color}" stroke-width="3"/><text x="${m.l + 36}" y="${y}">${escapeXml(s.name)}</text>`);
+      const y = m.t + 10 + i * 15;
+      parts.push(`<line x1="${x}" x2="${x + 20}" y1="${y - 4}" y2="${y - 4}" stroke="${s.color}" stroke-width="3"/><text x="${x + 26}" y="${y}">${escapeXml(s.name)}</text>`);
     });
   }
   parts.push(`<text x="${m.l + pw / 2}" y="${H - 8}" text-anchor="middle">${escapeXml(o.xLabel)}</text>`);

@@ -1,6 +1,6 @@
 /**
- * @module `kvgate replay` on Node: the ReplayHost (in-process simulated engines and router front on loopback
- * servers, files, stdio, wall clock) that the Web-standard replay in src/replay/ runs on.
+ * @module `kvgate replay` on Node: the ReplayHost (simulated engines in a worker thread or this one, the gateway on
+ * a loopback server, files, stdio, wall clock) that the Web-standard replay in src/replay/ runs on.
  */
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
@@ -10,9 +10,8 @@ import { Readable } from "node:stream";
 import { serve } from "@hono/node-server";
 import { KvgateError } from "../core/errors.ts";
 import { performanceWallClock } from "../replay/engine-clock.ts";
-import type { ReplayHost, RunningServer } from "../replay/replay-host.ts";
+import type { FetchHandler, ReplayHost, RunningServer } from "../replay/replay-host.ts";
 import { runReplayCommand } from "../replay/replay-command.ts";
-import type { FetchHandler } from "../replay/router-front.ts";
 import { startInProcessFleet, startThreadFleet } from "./replay-fleet.ts";
 
 /** Serves a fetch handler on 127.0.0.1 (any free port). */
