@@ -8,38 +8,11 @@ import { isKvgateError, type KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { BatchPreparer, type PreparedBatch } from "./batch-preparer.ts";
 import { addCounters, emptyCounters, type IngestCounters } from "./ingest-counters.ts";
-import { resolvePolicy, type IngestPolicy, type IngestPolicyOptions } from "./ingest-policy.ts";
-import { parseLiveMessage, type SeqFrame } from "./zmq-frames.ts";
+import { resolvePolicy, type IngestPolicy } from "./ingest-policy.ts";
+import type { KvEventStreamOptions, StreamNotice } from "./stream-options.ts";
+import { parseLiveMessage } from "./zmq-frames.ts";
 
-/** The engine's replay buffer: batches from `fromSeq` on, ending at the END marker; rejects when unavailable. */
-export interface ReplaySource {
-  replay(fromSeq: number): AsyncIterable<SeqFrame>;
-}
-
-export interface KvEventStreamOptions extends IngestPolicyOptions {
-  worker: string;
-  /** The publisher's data-parallel rank, used for batches that carry none. Default 0. */
-  dpRank?: number;
-  /** The engine's replay socket; without one, every gap makes the worker cold. */
-  replay?: ReplaySource;
-  /** When the first batch seen is not seq 0, fetch the engine's buffered history from 0. Default true. */
-  replayOnJoin?: boolean;
-  /** Live batches held while a replay runs (vLLM buffers 10,000 steps). Beyond it they are dropped and re-fetched. */
-  maxHeld?: number;
-  /** Replays chained back to back before giving up on a stream that keeps gapping. Default 3. */
-  maxReplayRounds?: number;
-  /** A cold worker counts as rebuilt once this many blocks were stored after the clear (e.g. its KV capacity). */
-  rebuildAfterBlocks?: number;
-  /** Told about state changes (cold, rebuilt, restart, replay failures) for logging. */
-  onNotice?: (notice: StreamNotice) => void;
-}
-
-export interface StreamNotice {
-  worker: string;
-  dpRank: number;
-  kind: "cold" | "rebuilt" | "restart" | "replay-failed" | "apply-error";
-  detail: string;
-}
+export type { KvEventStreamOptions, ReplaySource, StreamNotice } from "./stream-options.ts";
 
 export type StreamPhase = "initial" | "live" | "replaying" | "closed";
 
@@ -47,6 +20,8 @@ interface Held {
   seq: number;
   batch: PreparedBatch;
   snap: ReturnType<BatchPreparer["builder"]["snapshot"]>;
+  /** The live sequence went back here: the engine restarted while a replay ran. */
+  restart: boolean;
 }
 
 export class KvEventStream {
@@ -66,6 +41,8 @@ export class KvEventStream {
   #replay: Promise<void> | null = null;
   #closed = false;
   #blocksSinceCold = 0;
+  /** Last sequence number seen on the live socket (applied or not); restarts show as this going back. */
+  #lastLive = -1;
 
   constructor(index: KvIndex, options: KvEventStreamOptions) {
     this.#index = index;
@@ -133,20 +110,19 @@ export class KvEventStream {
   }
 
   #sequence(seq: number, batch: PreparedBatch): void {
-    const last = this.lastSeq;
-    if (seq === last + 1) return this.#apply(seq, batch);
-    if (last >= 0 && seq === last) { this.counters.staleBatches++; return; }
+    const prevLive = this.#lastLive;
+    this.#lastLive = seq;
     let restarted = false;
-    if (last >= 0 && seq < last) {
-      // A publisher's sequence only goes back when it is a new process: its cache started empty.
-      this.counters.restarts++;
-      this.#notice("restart", `seq ${seq} after ${last}`);
-      this.#clearSlots();
-      this.lastSeq = -1;
+    if (prevLive >= 0 && seq < prevLive) {
+      // The live sequence only goes back when the publisher is a new process, whose cache started empty.
+      this.#restart(seq, prevLive);
       restarted = true;
-      if (this.cold) this.#warm("engine restarted");
-      if (seq === 0) return this.#apply(seq, batch);
+    } else if (seq <= this.lastSeq) {
+      // A duplicate, or a batch a replay already applied (the replay socket can run ahead of the live one).
+      this.counters.staleBatches++;
+      return;
     }
+    if (seq === this.lastSeq + 1) return this.#apply(seq, batch);
     const joining = this.lastSeq < 0;
     if (!joining) this.counters.gaps++;
     const replayWanted = !joining || restarted || (this.#o.replayOnJoin ?? true);
@@ -158,6 +134,14 @@ export class KvEventStream {
     if (!joining || restarted) this.counters.replayFailures++;
     this.#markCold(joining && !restarted ? "joined after seq 0 without replay" : `gap before seq ${seq}, no replay socket`);
     this.#apply(seq, batch);
+  }
+
+  #restart(seq: number, prev: number): void {
+    this.counters.restarts++;
+    this.#notice("restart", `seq ${seq} after ${prev}`);
+    this.#clearSlots();
+    this.lastSeq = -1;
+    if (this.cold) this.#warm("engine restarted");
   }
 
   #apply(seq: number, batch: PreparedBatch): void {
@@ -178,19 +162,24 @@ export class KvEventStream {
     }
   }
 
-  #hold(seq: number, batch: PreparedBatch): void {
+  #hold(seq: number, batch: PreparedBatch, restart = false): void {
+    const prevLive = this.#lastLive;
+    this.#lastLive = seq;
     if (this.#held.length >= (this.#o.maxHeld ?? 10_000)) {
       this.counters.overflowed++;
       return;
     }
-    this.#held.push({ seq, batch, snap: this.#prep.builder.snapshot() });
+    this.#held.push({ seq, batch, snap: this.#prep.builder.snapshot(), restart: restart || (prevLive >= 0 && seq < prevLive) });
   }
 
   #startReplay(from: number, round: number): void {
-    const run = this.#runReplay(from).then((ok) => {
+    const done = (): void => {
       if (this.#replay === run) this.#replay = null;
-      this.#drain(ok, round);
-    }).catch((e: unknown) => this.#applyError(e));
+    };
+    const run: Promise<void> = this.#runReplay(from).then(
+      (ok) => { done(); this.#drain(ok, round); },
+      (e: unknown) => { done(); this.#applyError(e); this.#drain(false, round); },
+    ).catch((e: unknown) => this.#applyError(e));
     this.#replay = run;
   }
 
@@ -236,12 +225,14 @@ export class KvEventStream {
     this.#held = [];
     for (let i = 0; i < held.length; i++) {
       const h = held[i]!;
+      if (h.restart) this.#restart(h.seq, this.lastSeq);
       if (h.seq <= this.lastSeq) { this.counters.staleBatches++; continue; }
       // After a failed replay the worker is already cold: it simply carries on from the held batches.
-      if (h.seq > this.lastSeq + 1 && replayOk) {
-        this.counters.gaps++;
-        if (round + 1 < (this.#o.maxReplayRounds ?? 3)) {
+      if (h.seq > this.lastSeq + 1 && (replayOk || h.restart)) {
+        if (this.lastSeq >= 0) this.counters.gaps++;
+        if (this.#o.replay && round + 1 < (this.#o.maxReplayRounds ?? 3)) {
           this.#held = held.slice(i);
+          this.#held[0] = { ...h, restart: false };
           this.#startReplay(this.lastSeq + 1, round + 1);
           return;
         }

@@ -134,6 +134,43 @@ describe("gap → replay → caught up", () => {
   });
 });
 
+describe("replay and live socket racing", () => {
+  it("should drop live batches a replay already applied as stale, not take them for a restart", async () => {
+    const s = open();
+    for (let q = 0; q < 3; q++) publish(s, q);
+    publish(s, 3, { lose: true });
+    // The engine has published up to 7 when the replay request arrives; 5…7 are still in flight on the SUB socket.
+    for (let q = 5; q < 8; q++) replay.buffer.set(q, blockBatch(q));
+    publish(s, 4);
+    await s.settled();
+    expect(s.lastSeq).toBe(7);
+    for (let q = 5; q < 8; q++) s.onBatch(q, blockBatch(q));
+    publish(s, 8);
+    expect(s.counters).toMatchObject({ restarts: 0, staleBatches: 4, gaps: 1 });
+    expect(s.lastSeq).toBe(8);
+    expect(depth()).toBe(9);
+  });
+
+  it("should notice an engine restart among the live batches held during a replay", async () => {
+    const s = open();
+    for (let q = 0; q < 5; q++) publish(s, q);
+    let open_!: () => void;
+    replay.gate = new Promise((r) => { open_ = r; });
+    publish(s, 5, { lose: true });
+    publish(s, 6);
+    // The engine restarts while the replay is in flight: the new process starts again at 0.
+    s.onBatch(0, vllmBatch([captureStored(capture, { blocks: 3 })]));
+    s.onBatch(1, vllmBatch([captureStored(capture, { from: 3, blocks: 1 })]));
+    replay.gate = undefined;
+    open_();
+    await s.settled();
+    expect(s.counters.restarts).toBe(1);
+    expect(s.lastSeq).toBe(1);
+    expect(index.treeSize("w")).toBe(4);
+    expect(depth()).toBe(4);
+  });
+});
+
 describe("replay cannot fill the gap → worker cold", () => {
   it("should clear the worker and mark it cold when the replay is refused (nothing from that seq)", async () => {
     const s = open();
