@@ -3,8 +3,9 @@
  * `kvgate_` prefix) and the few helpers that feed them, so handlers record facts rather than metric plumbing.
  */
 import type { KvIndex } from "../core/kv-index.ts";
+import type { IngestTotals } from "../events/index.ts";
 import type { RouteSignals, RouterSnapshot } from "../routing/index.ts";
-import { exponentialBuckets, MetricsRegistry } from "./metrics-registry.ts";
+import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
 
 const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
 const SECONDS = exponentialBuckets(0.001, 2, 18);
@@ -16,7 +17,8 @@ const EVENT_STATUS = {
   applied: "ok", parentMissing: "parent_block_not_found", invalid: "invalid_block", capacity: "capacity",
   unknownRemoved: "block_not_found", badSlot: "bad_slot", corrupt: "corrupt",
 } as const;
-export type EventCounters = Record<keyof typeof EVENT_STATUS, number>;
+/** Ingest counters rendered per event type. */
+const EVENT_TYPES = { storedEvents: "stored", removedEvents: "removed", clearedEvents: "cleared" } as const;
 
 export class GatewayMetrics {
   readonly registry = new MetricsRegistry();
@@ -37,7 +39,9 @@ export class GatewayMetrics {
   readonly workerRequests = this.registry.gauge("kvgate_worker_active_requests", "In-flight requests per worker rank");
   readonly workerHealthy = this.registry.gauge("kvgate_worker_healthy", "1 when the worker takes new requests");
   readonly indexEntries = this.registry.gauge("kvgate_index_entries", "(worker, block) entries in the KV index");
-  readonly kvEvents = this.registry.counter("kvgate_kv_events_total", "KV events received, by event type");
+  readonly kvEvents = this.registry.counter("kvgate_kv_events_total", "KV events applied from engines, by event type");
+  readonly kvIngest = this.registry.counter("kvgate_kv_ingest_total", "KV-event ingestion counters summed over every engine stream (drops by reason, gaps, restarts, cold marks, …)");
+  readonly kvStreams = this.registry.gauge("kvgate_kv_event_streams", "Open engine KV-event streams, and how many are cold (index view incomplete)");
   readonly kvApplied = this.registry.counter("kvgate_kv_events_applied_total", "KV events applied to the index, by status");
   readonly kvBatches = this.registry.counter("kvgate_kv_event_batches_total", "KV-event batches received, by result");
   readonly retries = this.registry.counter("kvgate_retries_total", "Attempts repeated on another worker before the first token, by reason");
@@ -76,15 +80,29 @@ export class GatewayMetrics {
     }
   }
 
-  eventCounters(before: Record<string, number>, after: Record<string, number>): void {
-    for (const [k, status] of Object.entries(EVENT_STATUS)) {
-      const d = (after[k] ?? 0) - (before[k] ?? 0);
-      if (d > 0) this.kvApplied.inc({ status }, d);
-    }
+  /** Last absolute value of each synced source counter, so counters only ever grow by the difference. */
+  readonly #seen = new Map<string, number>();
+
+  #sync(c: Counter, labels: Record<string, string>, absolute: number): void {
+    const key = `${c.name}\u0000${JSON.stringify(labels)}`;
+    const last = this.#seen.get(key) ?? 0;
+    // A source that went back (the core was rebuilt after a trap) restarted from zero.
+    const d = absolute >= last ? absolute - last : absolute;
+    this.#seen.set(key, absolute);
+    if (d > 0) c.inc(labels, d);
   }
 
-  /** The exposition text, with the load gauges refreshed from a router snapshot first. */
-  render(snap: RouterSnapshot, index: KvIndex): string {
+  /** The exposition text, with the load gauges and ingest counters refreshed from their sources first. */
+  render(snap: RouterSnapshot, index: KvIndex, ingest: IngestTotals): string {
+    const core = index.counters() as Record<string, number>;
+    for (const [k, status] of Object.entries(EVENT_STATUS)) this.#sync(this.kvApplied, { status }, core[k] ?? 0);
+    for (const [k, t] of Object.entries(EVENT_TYPES)) this.#sync(this.kvEvents, { event_type: t }, ingest[k as keyof typeof EVENT_TYPES]);
+    for (const [k, v] of Object.entries(ingest)) {
+      if (k === "streams" || k === "coldStreams" || k === "replaying" || k in EVENT_TYPES) continue;
+      this.#sync(this.kvIngest, { counter: k }, v);
+    }
+    this.kvStreams.set({ state: "open" }, ingest.streams);
+    this.kvStreams.set({ state: "cold" }, ingest.coldStreams);
     this.queueDepth.set(undefined, snap.queueDepth);
     this.activeRequests.set(undefined, snap.liveBookings);
     for (const g of [this.workerBlocks, this.workerPrefill, this.workerRequests, this.workerHealthy]) g.reset();

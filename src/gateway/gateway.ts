@@ -80,7 +80,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });
   const health = new WorkerHealthMonitor(fleet, fetchFn, config.upstream.healthProbeMs, now, (m) => log("warn", m));
   const state: GatewayState = {
-    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics),
+    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m)),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);

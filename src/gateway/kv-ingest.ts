@@ -1,38 +1,51 @@
 /**
  * @module KV-event ingest over HTTP: one vLLM msgpack KVEventBatch per POST (the sim's HttpPushSink contract:
- * `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`), translated into the core's binary batch and applied in
- * one call. Sequence numbers drop duplicates, count gaps, and a return to 0 (a restarted engine) clears the rank.
+ * `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`), fed into the same per-(worker, rank) streams the ZeroMQ
+ * transport uses (src/events), so both obey one ingest policy and one sequence logic: duplicates dropped, a gap
+ * clears the rank and marks it cold (HTTP has no replay socket), a sequence going back is an engine restart.
  */
-import { EventBatchWriter } from "../core/event-encoder.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
-import { decodeKvEventBatch } from "../sim/kv-event-decode.ts";
+import { emptyCounters, KvEventHub, type IngestCounters, type KvEventStream } from "../events/index.ts";
 import type { Fleet } from "./fleet.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 
 export interface IngestInput {
   worker: string;
-  /** From the header; the batch's own data_parallel_rank wins when present. */
+  /** The publisher's rank (header); a batch's own data_parallel_rank wins inside the stream. */
   dpRank?: number;
+  /** Without one, the batch is taken as the next in order. */
   seq?: number;
   bytes: Uint8Array;
 }
 
 export interface IngestResult {
   result: "applied" | "ignored" | "duplicate";
+  /** Events in the batch (stored, removed, cleared). */
   events: number;
-  /** Batches the sequence numbers say were lost before this one. */
+  /** Sequence gaps seen with this batch (lost batches: the rank was cleared and is cold). */
   gap: number;
   restarted: boolean;
-  /** Events skipped before the index: a non-GPU medium or a block size other than the worker's. */
+  /** Events the ingest policy dropped: another block size or tier, foreign extra keys, unknown LoRA, … */
   skipped: number;
+  /** The index holds only part of what this worker caches. */
+  cold: boolean;
+}
+
+const SKIPS: readonly (keyof IngestCounters)[] = ["droppedBlockSize", "droppedTokenCount", "droppedTier", "droppedGroup", "droppedExtraKeys", "droppedLora", "unknownEvents"];
+
+function delta(after: IngestCounters, before: IngestCounters): IngestCounters {
+  const d = emptyCounters();
+  for (const k of Object.keys(d) as (keyof IngestCounters)[]) d[k] = after[k] - before[k];
+  return d;
 }
 
 export class KvIngest {
-  readonly #lastSeq = new Map<string, number>();
-  readonly #writer = new EventBatchWriter(1 << 16);
+  readonly hub: KvEventHub;
 
-  constructor(private readonly index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics) {}
+  constructor(index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics, private readonly log: (m: string) => void) {
+    this.hub = new KvEventHub(index);
+  }
 
   ingest(input: IngestInput): IngestResult {
     const w = this.fleet.get(input.worker);
@@ -40,77 +53,45 @@ export class KvIngest {
       this.metrics.kvBatches.inc({ result: "unknown_worker" });
       throw new KvgateError("KVGATE_ERR_UNKNOWN_WORKER", `unknown worker ${input.worker}`, { worker: input.worker });
     }
-    let batch;
-    try {
-      batch = decodeKvEventBatch(input.bytes);
-    } catch (e) {
-      this.metrics.kvBatches.inc({ result: "corrupt" });
-      throw e;
-    }
-    const rank = batch.data_parallel_rank ?? input.dpRank ?? w.dpStart;
-    if (!Number.isInteger(rank) || rank < w.dpStart || rank >= w.dpStart + w.dpSize) {
+    const rank = input.dpRank ?? w.dpStart;
+    if (rank < w.dpStart || rank >= w.dpStart + w.dpSize) {
       this.metrics.kvBatches.inc({ result: "bad_rank" });
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} has no dp rank ${rank}`, { worker: w.id });
     }
-    const out: IngestResult = { result: "applied", events: batch.events.length, gap: 0, restarted: false, skipped: 0 };
     if (!w.kvEvents) {
-      // The worker is routed on kvgate's own decisions; its events would hash other tokens (see README, modes).
+      // Routed on kvgate's own decisions: its events would describe tokens kvgate does not hash (README, modes).
       this.metrics.kvBatches.inc({ result: "ignored" });
-      return { ...out, result: "ignored" };
+      return { result: "ignored", events: 0, gap: 0, restarted: false, skipped: 0, cold: false };
     }
-    const key = `${w.id}\u0000${rank}`;
-    const last = this.#lastSeq.get(key);
-    const seq = input.seq;
-    if (seq !== undefined && last !== undefined) {
-      if (seq === 0 && last > 0) out.restarted = true;
-      else if (seq <= last) {
-        this.metrics.kvBatches.inc({ result: "duplicate" });
-        return { ...out, result: "duplicate" };
-      } else if (seq > last + 1) out.gap = seq - last - 1;
+    const s = this.#stream(w.id, rank, w.blockSize);
+    const before = { ...s.counters };
+    s.onBatch(input.seq ?? s.lastSeq + 1, input.bytes);
+    const d = delta(s.counters, before);
+    if (d.corruptFrames > 0) {
+      this.metrics.kvBatches.inc({ result: "corrupt" });
+      throw new KvgateError("KVGATE_ERR_CORRUPT_EVENT", "the body is not a KV-event batch kvgate can decode");
     }
-    if (seq !== undefined) this.#lastSeq.set(key, seq);
-    const slot = this.index.slotFor(w.id, rank);
-    const wr = this.#writer;
-    wr.reset();
-    if (out.restarted) wr.cleared(slot);
-    for (const ev of batch.events) {
-      this.metrics.kvEvents.inc({ event_type: ev.type === "BlockStored" ? "stored" : ev.type === "BlockRemoved" ? "removed" : "cleared" });
-      if (ev.type === "AllBlocksCleared") {
-        wr.cleared(slot);
-        continue;
-      }
-      if (ev.medium !== null && ev.medium !== "GPU") {
-        out.skipped++;
-        continue;
-      }
-      if (ev.type === "BlockRemoved") {
-        wr.removed(slot, ev.block_hashes);
-      } else if (ev.block_size !== w.blockSize || ev.token_ids.length !== ev.block_hashes.length * w.blockSize) {
-        out.skipped++;
-      } else {
-        const seed = this.index.seedFor({ lora: ev.lora_name ?? undefined });
-        wr.storedTokens(slot, ev.parent_block_hash, ev.block_hashes, ev.token_ids, w.blockSize, seed);
-      }
-      if (wr.byteLength > this.index.options.eventBytes >> 1) this.#flush();
+    if (d.applyErrors > 0) {
+      this.metrics.kvBatches.inc({ result: "apply_error" });
+      throw new KvgateError("KVGATE_ERR_CAPACITY", `the index refused the batch of ${w.id} (see the log)`);
     }
-    this.#flush();
-    this.metrics.kvBatches.inc({ result: out.restarted ? "restart" : out.gap > 0 ? "gap" : "ok" });
-    if (out.skipped > 0) this.metrics.kvApplied.inc({ status: "skipped" }, out.skipped);
-    return out;
+    const result = d.staleBatches > 0 ? "duplicate" : "applied";
+    this.metrics.kvBatches.inc({ result: d.restarts > 0 ? "restart" : d.gaps > 0 ? "gap" : result === "duplicate" ? "duplicate" : "ok" });
+    return {
+      result, events: d.storedEvents + d.removedEvents + d.clearedEvents, gap: d.gaps, restarted: d.restarts > 0,
+      skipped: SKIPS.reduce((n, k) => n + d[k], 0), cold: s.cold,
+    };
   }
 
-  /** Forgets a removed worker's sequence numbers (a worker re-added under the same id starts over). */
+  #stream(worker: string, rank: number, blockSize: number): KvEventStream {
+    return this.hub.get(worker, rank) ?? this.hub.open({
+      worker, dpRank: rank, blockSize,
+      onNotice: (n) => this.log(`KV events of ${n.worker} rank ${n.dpRank}: ${n.kind} (${n.detail})`),
+    });
+  }
+
+  /** Closes a removed worker's streams (the router already dropped its entries); a re-added worker starts over. */
   forget(worker: string): void {
-    for (const k of this.#lastSeq.keys()) if (k.startsWith(`${worker}\u0000`)) this.#lastSeq.delete(k);
-  }
-
-  #flush(): void {
-    const wr = this.#writer;
-    if (wr.records === 0) return;
-    const before = this.index.counters();
-    const r = this.index.applyBatch(wr.bytes());
-    this.metrics.eventCounters(before, this.index.counters());
-    wr.reset();
-    if (r.corruptAt !== undefined) throw new KvgateError("KVGATE_ERR_STATE", `the core rejected kvgate's own event batch at byte ${r.corruptAt}`);
+    this.hub.close(worker, { keepEntries: true });
   }
 }

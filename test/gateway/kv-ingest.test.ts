@@ -1,6 +1,6 @@
 /**
- * @module KV-event ingest over HTTP: events move the router's view (a stored prompt is matched, a removal or an
- * engine restart takes it back), sequence numbers drop duplicates and count gaps, and bad input gets typed errors.
+ * @module KV-event ingest over HTTP: events move the router's view (a stored prompt is matched, a removal, a lost
+ * batch or an engine restart takes it back), duplicates are dropped, and bad input gets typed errors.
  */
 import { describe, expect, it } from "vitest";
 import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
@@ -41,17 +41,21 @@ describe("KV-event ingest", () => {
     expect((await overlap()).overlap_blocks).toBe(0);
   });
 
-  it("should drop duplicate batches, count gaps and clear a worker whose sequence restarts", async () => {
+  it("should drop duplicate batches, clear a rank after a gap (no replay over HTTP) and after an engine restart", async () => {
     const { gw, ingest, overlap } = await setup();
     const seq = (n: number) => ({ "x-kvgate-seq": String(n) });
     expect((await (await ingest([stored], seq(0))).json()).result).toBe("applied");
     expect((await (await ingest([stored], seq(0))).json()).result).toBe("duplicate");
-    expect(await (await ingest([], seq(3))).json()).toMatchObject({ result: "applied", gap: 2 });
+    expect((await overlap()).overlap_blocks).toBe(blocks);
+    expect(await (await ingest([], seq(3))).json()).toMatchObject({ result: "applied", gap: 1, cold: true });
+    expect((await overlap()).overlap_blocks).toBe(0);
+    await ingest([stored], seq(4));
     expect((await overlap()).overlap_blocks).toBe(blocks);
     expect(await (await ingest([], seq(0))).json()).toMatchObject({ restarted: true });
     expect((await overlap()).overlap_blocks).toBe(0);
     expect(gw.state.metrics.kvBatches.get({ result: "gap" })).toBe(1);
     expect(gw.state.metrics.kvBatches.get({ result: "duplicate" })).toBe(1);
+    expect(gw.state.metrics.kvBatches.get({ result: "restart" })).toBe(1);
   });
 
   it("should skip events of another block size or another storage tier", async () => {
