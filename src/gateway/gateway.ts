@@ -73,8 +73,12 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     readText: createTextLoader({ readFile: host.readFile, fetch: fetchFn }), maxLoaded: config.tokenizerMaxLoaded, unknownModel: "approximate",
   });
   const metrics = new GatewayMetrics();
+  // One warning per model and minute: a tokenizer that cannot load would otherwise log on every request.
+  const warned = new Map<string, number>();
   const tokenizers = new PromptTokenizerPool(registry, fineNow, config.blockSize, (model, e) => {
     metrics.tokenized.inc({ mode: "fallback" });
+    if (now() - (warned.get(model) ?? -Infinity) < 60_000) return;
+    warned.set(model, now());
     log("warn", `model ${model}: routing in approximate mode (${(e as Error).message})`);
   });
   const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });

@@ -43,3 +43,15 @@ describe("precise routing with a real vLLM event", () => {
     expect(chat.overlap_blocks).toBe(0);
   }, 60_000);
 });
+
+describe("a tokenizer that does not load", () => {
+  it("should route in approximate mode instead of failing the request", async () => {
+    const loaded = await loadGatewayConfig({ argv: ["--log", "off", "--tokenizer", "broken=/nonexistent/dir", "--worker", "url=http://a.test,id=a,models=broken"], env: {} });
+    if (loaded.kind !== "config") throw new Error("help");
+    const gw = await createGateway(loaded.config, { readFile: (p) => readFile(p, "utf8"), fetch: async () => Response.json({ choices: [] }) });
+    const res = await gw.fetch(new Request("http://kvgate.test/v1/chat/completions", { method: "POST", body: JSON.stringify({ model: "broken", messages: [{ role: "user", content: "hi" }] }) }));
+    expect(res.status).toBe(200);
+    expect(gw.state.metrics.tokenized.get({ mode: "fallback" })).toBe(1);
+    expect(gw.state.metrics.tokenized.get({ mode: "approximate" })).toBe(1);
+  });
+});
