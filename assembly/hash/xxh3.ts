@@ -226,34 +226,11 @@ function scramble(s: usize): void {
   return avalanche3(r);
 }
 
-/**
- * 241..1024 bytes (block sizes 61..256 tokens): no scramble round, so the accumulators stay in locals (or v128
- * registers) from the first stripe to the merge — the common case for block sizes 64 and 128.
- */
+/** 241..1024 bytes (block sizes 61..256 tokens): no scramble round is needed, only the stripes and the merge. */
 function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
-  const n = (len - 1) >> 6;
-  const last = p + len - 64, ls = s + 192 - 64 - 7;
-  if (ASC_FEATURE_SIMD) {
-    let v0 = i64x2(<i64>P32_3, <i64>P64_1), v1 = i64x2(<i64>P64_2, <i64>P64_3);
-    let v2 = i64x2(<i64>P64_4, <i64>P32_2), v3 = i64x2(<i64>P64_5, <i64>P32_1);
-    for (let k: usize = 0; k < n; k++) {
-      const ip = p + (k << 6), sp = s + (k << 3);
-      v0 = lane(v0, ip, sp);
-      v1 = lane(v1, ip + 16, sp + 16);
-      v2 = lane(v2, ip + 32, sp + 32);
-      v3 = lane(v3, ip + 48, sp + 48);
-    }
-    v0 = lane(v0, last, ls);
-    v1 = lane(v1, last + 16, ls + 16);
-    v2 = lane(v2, last + 32, ls + 32);
-    v3 = lane(v3, last + 48, ls + 48);
-    return merge(len, s,
-      <u64>i64x2.extract_lane(v0, 0), <u64>i64x2.extract_lane(v0, 1), <u64>i64x2.extract_lane(v1, 0), <u64>i64x2.extract_lane(v1, 1),
-      <u64>i64x2.extract_lane(v2, 0), <u64>i64x2.extract_lane(v2, 1), <u64>i64x2.extract_lane(v3, 0), <u64>i64x2.extract_lane(v3, 1));
-  }
   a0 = P32_3; a1 = P64_1; a2 = P64_2; a3 = P64_3; a4 = P64_4; a5 = P32_2; a6 = P64_5; a7 = P32_1;
-  stripes(p, s, n);
-  stripes(last, ls, 1);
+  stripes(p, s, (len - 1) >> 6);
+  stripes(p + len - 64, s + 192 - 64 - 7, 1);
   return merge(len, s, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 

@@ -91,16 +91,8 @@ export function entryFill(r: usize, slot: i32, hash: u64, seq: u64, depth: u32):
 
 /** Inserts a live record for a (slot, hash) known to be absent; the caller has checked `freeEntries()`. */
 export function entryInsert(slot: i32, hash: u64, seq: u64, depth: u32): usize {
-  let i = tHome(slot, hash);
-  while (isLive(recAt(i))) i = (i + 1) & tMask;
-  const r = recAt(i);
-  store<u64>(r, hash, R_HASH);
-  store<u64>(r, seq, R_SEQ);
-  store<i32>(r, slot, R_SLOT);
-  store<u32>(r, F_LIVE, R_FLAGS);
-  store<u32>(r, depth, R_DEPTH);
-  store<u32>(r, 0, R_TTL);
-  liveEntries++;
+  const r = entryProbe(slot, hash);
+  entryFill(r, slot, hash, seq, depth);
   return r;
 }
 
