@@ -71,7 +71,9 @@ export class HttpPushSink implements KvEventSink {
   constructor(options: HttpPushSinkOptions) {
     this.#o = {
       dpRank: 0, encoding: "array", flushIntervalMs: 10, maxBatchEvents: 512, maxQueueBatches: 1024, retryDelayMs: 100, requestTimeoutMs: 5000,
-      fetch: globalThis.fetch.bind(globalThis), clock: realClock(), ...options,
+      ...options,
+      // An option passed as undefined (startSimServer forwards its own) must not erase a default.
+      fetch: options.fetch ?? globalThis.fetch.bind(globalThis), clock: options.clock ?? realClock(),
     };
     this.#sequencer = new KvBatchSequencer({ workerId: this.#o.workerId, dpRank: this.#o.dpRank, encoding: this.#o.encoding });
   }
