@@ -8,6 +8,7 @@ commands:
   hash     print a prompt's block hashes (local and chained)
   serve    run the gateway (kvgate serve --help lists every option)
   sim      run a simulated OpenAI-compatible engine (kvgate sim --help)
+  replay   replay a trace through the router under five policies (kvgate replay --help)
   help     this text
 ${HASH_USAGE}`;
 

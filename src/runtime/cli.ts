@@ -3,16 +3,23 @@ import { readFileSync } from "node:fs";
 import { runCli } from "../cli/main.ts";
 import { isKvgateError } from "../core/errors.ts";
 import { serveOnNode } from "./node.ts";
+import { runReplayCommandOnNode } from "./replay-node.ts";
 import { runSimCommandOnNode } from "./sim-node.ts";
 
+// Commands that serve until stopped or start servers own the process (signals, sockets), so they start here.
+const PROCESS_COMMANDS: Record<string, (args: readonly string[]) => Promise<number>> = {
+  serve: serveOnNode,
+  sim: runSimCommandOnNode,
+  replay: runReplayCommandOnNode,
+};
+
 try {
-  const argv = process.argv.slice(2);
-  // Commands that serve until stopped own the process (signals, sockets), so they start here, not in runCli.
-  const code = argv[0] === "sim" ? await runSimCommandOnNode(argv.slice(1)) : argv[0] === "serve" ? await serveOnNode(argv.slice(1)) : await runCli(argv, {
+  const [cmd, ...rest] = process.argv.slice(2);
+  const own = cmd === undefined ? undefined : PROCESS_COMMANDS[cmd];
+  process.exitCode = own ? await own(rest) : await runCli(process.argv.slice(2), {
     stdin: () => readFileSync(0, "utf8"),
     write: (t) => process.stdout.write(t),
   });
-  process.exitCode = code;
 } catch (e) {
   process.stderr.write(`kvgate: ${isKvgateError(e) ? `${e.message} (${e.code})` : String((e as Error)?.stack ?? e)}\n`);
   process.exitCode = 1;
