@@ -14,18 +14,26 @@ export interface LoadSample {
   kvUsage: number[];
 }
 
-/** Sum of a metric's samples over all label sets (NaN when absent). */
-export function metricValue(text: string, name: string): number {
-  let sum = NaN;
+/** Sums of the named metrics' samples over all label sets, in one pass over the text (NaN when absent). */
+export function metricValues<N extends string>(text: string, names: readonly N[]): Record<N, number> {
+  const out = Object.fromEntries(names.map((n) => [n, NaN])) as Record<N, number>;
   for (const line of text.split("\n")) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (line.startsWith("#")) continue;
+    const end = line.search(/[{ ]/);
+    const name = line.slice(0, end) as N;
+    if (end < 0 || !(name in out)) continue;
     const v = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (Number.isFinite(v)) sum = (Number.isNaN(sum) ? 0 : sum) + v;
+    if (Number.isFinite(v)) out[name] = (Number.isNaN(out[name]) ? 0 : out[name]) + v;
   }
-  return sum;
+  return out;
 }
+
+/** One metric's sum over its label sets (NaN when absent). */
+export function metricValue(text: string, name: string): number {
+  return metricValues(text, [name])[name]!;
+}
+
+const LOAD_METRICS = ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"] as const;
 
 export interface SamplerOptions {
   fetch: typeof fetch;
@@ -54,11 +62,12 @@ export class LoadSampler {
   async sampleOnce(): Promise<LoadSample> {
     const t = this.o.clock.now() - this.o.runStart;
     const texts = await Promise.all(this.workerUrls.map((u) => this.o.fetch(`${u}/metrics`).then((r) => r.text(), () => "")));
+    const values = texts.map((x) => metricValues(x, LOAD_METRICS));
     const s: LoadSample = {
       t,
-      running: texts.map((x) => metricValue(x, "vllm:num_requests_running")),
-      waiting: texts.map((x) => metricValue(x, "vllm:num_requests_waiting")),
-      kvUsage: texts.map((x) => metricValue(x, "vllm:kv_cache_usage_perc")),
+      running: values.map((v) => v["vllm:num_requests_running"]),
+      waiting: values.map((v) => v["vllm:num_requests_waiting"]),
+      kvUsage: values.map((v) => v["vllm:kv_cache_usage_perc"]),
     };
     this.samples.push(s);
     return s;

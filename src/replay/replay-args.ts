@@ -17,7 +17,8 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --session-rate X           built-in workload: new sessions per second (default ${GENERATOR_DEFAULTS.sessionsPerSec})
   --workers N                simulated engines per policy (default 4)
   --speedup S                arrivals S times faster than the trace's timestamps (default 1)
-  --sim-speedup R            engines run R times faster than wall time; reported times are engine time (default 10)
+  --sim-speedup R            engines run R times faster than wall time; reported times are engine time. Higher is
+                             quicker but any stall of this machine counts R times (default 3)
   --policies LIST            comma-separated: ${REPLAY_POLICIES.join(", ")} (default all)
   --num-gpu-blocks N         KV blocks per engine (default 4096)
   --block-size N             tokens per KV block (default 64, the Dynamo mocker's)
@@ -95,7 +96,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     generator: { requests: num(f, "requests", GENERATOR_DEFAULTS.requests, { int: true, min: 1 }), sessionsPerSec: positive(f, "session-rate", GENERATOR_DEFAULTS.sessionsPerSec), seed },
     workers: num(f, "workers", 4, { int: true, min: 1 }),
     traceSpeedup: positive(f, "speedup", 1),
-    engineSpeedup: positive(f, "sim-speedup", 10),
+    engineSpeedup: positive(f, "sim-speedup", 3),
     policies: str("policies") !== undefined ? parsePolicies(str("policies")!) : [...REPLAY_POLICIES],
     engine: {
       numGpuBlocks: num(f, "num-gpu-blocks", 4096, { int: true, min: 1 }), blockSize: num(f, "block-size", 64, { int: true, min: 1 }),

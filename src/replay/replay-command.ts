@@ -64,6 +64,13 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
   host.stdout(`${summaryText(results)}times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+  for (const r of results) {
+    // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.
+    if (r.schedule.meanLateMs > 0.05 * r.summary.ttftMs.mean) {
+      host.stderr(`replay: warning: during ${r.policy} requests went out ${fmtMs(r.schedule.meanLateMs)} ms late on average ` +
+        `(max ${fmtMs(r.schedule.maxLateMs)}): the machine was too busy; lower --sim-speedup for trustworthy numbers\n`);
+    }
+  }
   const failed = results.reduce((n, r) => n + r.summary.errors, 0);
   if (failed > 0) host.stderr(`replay: ${failed} requests failed; see the errors column and the JSON records\n`);
   return results.every((r) => r.summary.completed === 0) ? 1 : 0;

@@ -10,16 +10,16 @@ import { seededRandom, type Random } from "../core/seeded-random.ts";
 import type { ReplayRequest, Segment } from "./replay-request.ts";
 
 export interface GeneratorOptions {
-  /** Requests produced (the earliest ones of the generated sessions). Default 600. */
+  /** Requests produced (the earliest ones of the generated sessions). Default 400. */
   requests?: number;
-  /** New sessions per second of trace time (Poisson). Default 1.5. */
+  /** New sessions per second of trace time (Poisson). Default 2. */
   sessionsPerSec?: number;
   /** Share of sessions that are agent loops rather than chats. Default 0.4. */
   agentShare?: number;
   seed?: number;
 }
 
-export const GENERATOR_DEFAULTS: Required<GeneratorOptions> = { requests: 600, sessionsPerSec: 1.5, agentShare: 0.4, seed: 42 };
+export const GENERATOR_DEFAULTS: Required<GeneratorOptions> = { requests: 400, sessionsPerSec: 2, agentShare: 0.4, seed: 42 };
 
 const SYSTEM_PROMPTS = 6;
 const TOOLSETS = 4;
@@ -65,7 +65,8 @@ function chat(b: Builder, shared: Shared, start: number, name: string): void {
   const turns = b.between(2, 8);
   let at = start;
   for (let t = 0; t < turns; t++) {
-    history.push(b.segment(b.between(30, 400)));
+    // Half the conversations open with a pasted document (RAG, code review): per-session context worth caching.
+    history.push(b.segment(t === 0 && b.rnd.next() < 0.5 ? b.between(1_000, 8_000) : b.between(30, 400)));
     const output = b.between(40, 400);
     b.emit(at, history, output, name);
     history.push(b.segment(output));
@@ -75,13 +76,13 @@ function chat(b: Builder, shared: Shared, start: number, name: string): void {
 }
 
 function agent(b: Builder, shared: Shared, start: number, name: string): void {
-  const history: Segment[] = [shared.systems[b.zipf(2)]!, shared.toolsets[b.zipf(TOOLSETS)]!, b.segment(b.between(100, 1_500))];
-  const steps = b.between(3, 14);
+  const history: Segment[] = [shared.systems[b.zipf(2)]!, shared.toolsets[b.zipf(TOOLSETS)]!, b.segment(b.between(300, 3_000))];
+  const steps = b.between(4, 16);
   let at = start;
   for (let s = 0; s < steps; s++) {
     const output = b.between(20, 220);
     b.emit(at, history, output, name);
-    history.push(b.segment(output), b.segment(b.between(80, 3_000)));
+    history.push(b.segment(output), b.segment(b.between(200, 4_000)));
     // Tool execution is quick: the next call follows the result within seconds.
     at += b.between(400, 3_000) + output * 30;
   }
