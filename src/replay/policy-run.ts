@@ -9,12 +9,11 @@ import { createGateway, type Gateway } from "../gateway/gateway.ts";
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
-import { engineClock } from "./engine-clock.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ReplayRequest } from "./replay-request.ts";
-import { runSchedule, type ScheduleReport } from "./schedule.ts";
+import { engineClock, runSchedule, type ScheduleReport } from "./schedule.ts";
 import { promptTokens } from "./synthetic-tokens.ts";
 
 export interface FleetConfig {

@@ -4,7 +4,7 @@
  */
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
-import type { WallClock } from "./engine-clock.ts";
+import type { WallClock } from "./schedule.ts";
 
 /** A Web-standard request handler (what kvgate's gateway exposes as `fetch`). */
 export type FetchHandler = (req: Request) => Promise<Response>;

@@ -3,6 +3,10 @@
  * (at_i − at_0) ÷ divisor later. The clock is injected, so tests run a whole schedule on virtual time. Sending is
  * fire-and-forget (a slow response never delays the next arrival: the load is open-loop, like real traffic), and
  * how late each send was is recorded so a run whose client fell behind can be told apart from a slow fleet.
+ *
+ * The replay's time base is engine milliseconds: simulated engines run `speedup` times faster than the wall clock,
+ * so every time the replay schedules or measures is wall time × speedup — the latency a real engine of the same
+ * speed would show. Reported numbers therefore do not depend on how fast the bench itself was run.
  */
 
 export interface ScheduleClock {
@@ -48,4 +52,24 @@ export async function runSchedule<R extends { at: number }>(requests: readonly R
     sent++;
   }
   return { started, sent, meanLateMs: sent > 0 ? lateSum / sent : 0, maxLateMs: lateMax };
+}
+
+export interface WallClock {
+  /** Wall milliseconds, monotonic (performance.now on every runtime). */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const performanceWallClock: WallClock = {
+  now: () => globalThis.performance.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+};
+
+/** A clock in engine ms over a wall clock: reads are multiplied by `speedup`, sleeps divided by it. */
+export function engineClock(wall: WallClock, speedup: number): ScheduleClock {
+  if (!(speedup > 0 && Number.isFinite(speedup))) throw new RangeError(`speedup must be a positive number, got ${speedup}`);
+  return {
+    now: () => wall.now() * speedup,
+    sleep: (ms) => wall.sleep(ms / speedup),
+  };
 }

@@ -9,7 +9,7 @@ import { stat, writeFile } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { serve } from "@hono/node-server";
 import { KvgateError } from "../core/errors.ts";
-import { performanceWallClock } from "../replay/engine-clock.ts";
+import { performanceWallClock } from "../replay/schedule.ts";
 import type { FetchHandler, ReplayHost, RunningServer } from "../replay/replay-host.ts";
 import { runReplayCommand } from "../replay/replay-command.ts";
 import { startInProcessFleet, startThreadFleet } from "./replay-fleet.ts";

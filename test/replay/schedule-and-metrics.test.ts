@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { CompletionRecord } from "../../src/replay/completion-client.ts";
-import { engineClock } from "../../src/replay/engine-clock.ts";
 import { metricValue } from "../../src/replay/load-sampler.ts";
 import { ProgressBar } from "../../src/replay/progress-bar.ts";
 import { predictedHitRate } from "../../src/replay/replay-results.ts";
-import { runSchedule, type ScheduleClock } from "../../src/replay/schedule.ts";
+import { engineClock, runSchedule, type ScheduleClock } from "../../src/replay/schedule.ts";
 import { cdfPoints, distribution, hitRateOverTime, quantile, summarize } from "../../src/replay/stats.ts";
 import { fmtMs, textTable } from "../../src/replay/summary-table.ts";
 
