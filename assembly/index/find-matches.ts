@@ -6,6 +6,19 @@ import { nodeFind, words } from "./node-table";
 @inline const BATCH = 16;
 const probes: usize = memory.data(BATCH * 8, 16);
 
+/** Writes one (slot, depth) pair for every bit of `bits` (slot = base + bit) at pair index `written`; returns the new count. */
+// @ts-ignore: decorator
+@inline function emit(out: usize, written: i32, bits: u64, base: i32, depth: i32): i32 {
+  while (bits != 0) {
+    const o = out + (<usize>written << 3);
+    store<u32>(o, base + <i32>ctz<u64>(bits));
+    store<u32>(o, depth, 4);
+    written++;
+    bits &= bits - 1;
+  }
+  return written;
+}
+
 /**
  * Walks the `n` sequence hashes at `seqs`; writes (slot u32, depth u32) pairs to `out` for every slot holding at
  * least the first block and returns the pair count. A slot's depth is the first position where it is missing.
@@ -27,32 +40,14 @@ export function findMatches(seqs: usize, n: i32, out: usize, active: usize): i32
       const a = load<u64>(active + (<usize>k << 3));
       if (a == 0) continue;
       const m = r == 0 ? 0 : load<u64>(r + 8 + (<usize>k << 3));
-      let gone = a & ~m;
       const kept = a & m;
       store<u64>(active + (<usize>k << 3), kept);
       any |= kept;
-      while (gone != 0) {
-        const b = <i32>ctz<u64>(gone);
-        gone &= gone - 1;
-        const o = out + (<usize>written << 3);
-        store<u32>(o, (k << 6) + b);
-        store<u32>(o, depth, 4);
-        written++;
-      }
+      written = emit(out, written, a & ~m, k << 6, depth);
     }
     if (any == 0) return written;
   }
-  for (let k = 0; k < w; k++) {
-    let left = load<u64>(active + (<usize>k << 3));
-    while (left != 0) {
-      const b = <i32>ctz<u64>(left);
-      left &= left - 1;
-      const o = out + (<usize>written << 3);
-      store<u32>(o, (k << 6) + b);
-      store<u32>(o, depth, 4);
-      written++;
-    }
-  }
+  for (let k = 0; k < w; k++) written = emit(out, written, load<u64>(active + (<usize>k << 3)), k << 6, depth);
   return written;
 }
 
@@ -69,24 +64,10 @@ function findSingleWord(seqs: usize, n: i32, out: usize, mask: u64): i32 {
     }
     for (let j = 0; j < m; j++, depth++) {
       const kept = a & load<u64>(probes + (<usize>j << 3));
-      let gone = a & ~kept;
-      while (gone != 0) {
-        const o = out + (<usize>written << 3);
-        store<u32>(o, <u32>ctz<u64>(gone));
-        store<u32>(o, depth, 4);
-        written++;
-        gone &= gone - 1;
-      }
+      written = emit(out, written, a & ~kept, 0, depth);
       a = kept;
       if (a == 0) return written;
     }
   }
-  while (a != 0) {
-    const o = out + (<usize>written << 3);
-    store<u32>(o, <u32>ctz<u64>(a));
-    store<u32>(o, depth, 4);
-    written++;
-    a &= a - 1;
-  }
-  return written;
+  return emit(out, written, a, 0, depth);
 }
