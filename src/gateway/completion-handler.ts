@@ -8,7 +8,7 @@ import { KvgateError } from "../core/errors.ts";
 import { dispatch, type Dispatched } from "./dispatch.ts";
 import { decisionHeaders, prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
-import { readJsonObject } from "./http-errors.ts";
+import { readJsonObject } from "../core/json-body.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
 import { previewBody } from "./route-preview.ts";
 import { SseRelay } from "./sse-relay.ts";

@@ -38,16 +38,3 @@ export function toErrorResponse(err: unknown, log: (m: string) => void): Respons
 export function notFoundResponse(method: string, url: string): Response {
   return errorResponse(new KvgateError("KVGATE_ERR_NOT_FOUND", `no route for ${method} ${new URL(url).pathname}`));
 }
-
-/** The body as a JSON object, or a 400 saying what is wrong with it. */
-export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
-  const text = await req.text();
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `malformed JSON body: ${(e as Error).message}`);
-  }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "the request body must be a JSON object");
-  return v as Record<string, unknown>;
-}

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { RouteSignals } from "../routing/index.ts";
 import { prepareExchange } from "./exchange.ts";
 import type { GatewayState } from "./gateway-state.ts";
-import { readJsonObject } from "./http-errors.ts";
+import { readJsonObject } from "../core/json-body.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
 export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string, unknown> {

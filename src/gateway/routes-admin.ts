@@ -18,7 +18,7 @@ import type { WorkerHealth } from "../routing/index.ts";
 import { parseWorker } from "./config.ts";
 import type { FleetWorker } from "./fleet.ts";
 import type { GatewayState } from "./gateway-state.ts";
-import { readJsonObject } from "./http-errors.ts";
+import { readJsonObject } from "../core/json-body.ts";
 
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);

@@ -7,6 +7,7 @@
  * stream cannot be reused and the request is built here.
  */
 import { KvgateError } from "../core/errors.ts";
+import { concat } from "./stream-events.ts";
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus what a proxy must not pass on when it re-sends the body. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
@@ -133,19 +134,10 @@ export async function readAll(res: Response, idleMs: number): Promise<Uint8Array
   if (!res.body) return new Uint8Array(0);
   const reader = res.body.getReader();
   const parts: Uint8Array[] = [];
-  let n = 0;
   for (;;) {
     const r = await readChunk(reader, idleMs);
     if (r.done) break;
     parts.push(r.value);
-    n += r.value.length;
   }
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return parts.length === 0 ? new Uint8Array(0) : concat(parts);
 }

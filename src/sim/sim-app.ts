@@ -5,6 +5,7 @@
  */
 import { Hono, type Context } from "hono";
 import { KvgateError, isKvgateError } from "../core/errors.ts";
+import { readJsonObject } from "../core/json-body.ts";
 import type { ChatRequestBody, CompletionRequestBody } from "../tokenize/types.ts";
 import { parseRequest, type EndpointKind } from "./openai-request.ts";
 import type { SimEngine } from "./sim-engine.ts";
@@ -16,18 +17,6 @@ const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
 function errorResponse(e: KvgateError): Response {
   return Response.json(e.toJSON(), { status: e.status });
-}
-
-async function readJson(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.raw.text();
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `malformed JSON body: ${(e as Error).message}`);
-  }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "the request body must be a JSON object");
-  return v as Record<string, unknown>;
 }
 
 function checkModel(engine: SimEngine, model: unknown): void {
@@ -60,7 +49,7 @@ export function createSimApp(engine: SimEngine): Hono {
   app.get("/metrics", () => new Response(engine.renderMetrics(), { headers: { "content-type": PROMETHEUS_TEXT } }));
 
   app.post("/tokenize", async (c) => {
-    const body = await readJson(c);
+    const body = await readJsonObject(c.req.raw);
     checkModel(engine, body.model);
     let tokens: Uint32Array;
     if (Array.isArray(body.messages)) {
@@ -75,7 +64,7 @@ export function createSimApp(engine: SimEngine): Hono {
   });
 
   app.post("/detokenize", async (c) => {
-    const body = await readJson(c);
+    const body = await readJsonObject(c.req.raw);
     checkModel(engine, body.model);
     const t = body.tokens;
     if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x) && x >= 0 && x <= 0xffffffff)) {
@@ -90,7 +79,7 @@ export function createSimApp(engine: SimEngine): Hono {
   });
 
   const completions = (kind: EndpointKind) => async (c: Context): Promise<Response> => {
-    const req = parseRequest(kind, await readJson(c));
+    const req = parseRequest(kind, await readJsonObject(c.req.raw));
     checkModel(engine, req.model);
     return generate({ engine, req, requestId: c.req.header("x-request-id") || undefined, signal: c.req.raw.signal });
   };

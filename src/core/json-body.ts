@@ -1,0 +1,15 @@
+/** @module Reads a request body as a JSON object, the one shape every OpenAI-style endpoint accepts (gateway and sim alike). */
+import { KvgateError } from "./errors.ts";
+
+/** The body as a JSON object, or a 400 saying what is wrong with it. */
+export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
+  const text = await req.text();
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `malformed JSON body: ${(e as Error).message}`);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "the request body must be a JSON object");
+  return v as Record<string, unknown>;
+}
