@@ -12,7 +12,7 @@ import type { GatewayConfig } from "./config.ts";
 import { Fleet } from "./fleet.ts";
 import { GatewayMetrics } from "./gateway-metrics.ts";
 import type { GatewayState, LogFn } from "./gateway-state.ts";
-import { KvIngest } from "./kv-ingest.ts";
+import { KvIngest, type KvEventTransportFactory } from "./kv-ingest.ts";
 import { PromptTokenizerPool } from "./prompt-tokens.ts";
 import { WorkerHealthMonitor } from "./worker-health.ts";
 
@@ -26,6 +26,10 @@ export interface GatewayHost {
   fineNow?: NowFn;
   /** One log line (no newline); default console.error. */
   log?: (line: string) => void;
+  /** ZeroMQ subscriber for workers with a zmq_endpoint (Node, Deno); without it such workers are refused. */
+  kvEventTransport?: KvEventTransportFactory;
+  /** The runtime's name, for error messages. */
+  runtime?: string;
 }
 
 export interface Gateway {
@@ -35,6 +39,8 @@ export interface Gateway {
   fetch(req: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
   /** Housekeeping: router expiries and health probes. Adapters with timers call it every config.tickMs. */
   tick(): Promise<void> | undefined;
+  /** Closes what the gateway opened itself (ZeroMQ sockets). */
+  close(): Promise<void>;
 }
 
 function requestIds(): () => string {
@@ -84,12 +90,15 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });
   const health = new WorkerHealthMonitor(fleet, fetchFn, config.upstream.healthProbeMs, now, (m) => log("warn", m));
   const state: GatewayState = {
-    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m)),
+    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
+      onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
+    }),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
   for (const w of config.workers) {
     const added = await fleet.add(w);
+    await state.ingest.attach(added);
     log("info", `worker ${added.id}: ${added.url} serving ${added.models.join(", ")}${added.kvEvents ? " (KV events)" : ""}`);
   }
 
@@ -100,5 +109,5 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     return health.probe();
   };
   const app = createApp(state, { maybeTick: () => (now() - lastTick >= config.tickMs ? tick() : undefined) });
-  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick };
+  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: () => state.ingest.close() };
 }

@@ -8,7 +8,9 @@
  *   PATCH  /admin/workers/:id          {health: "healthy" | "draining" | "unhealthy"}
  *   POST   /admin/workers/:id/drain    no new requests; in-flight ones finish
  *   DELETE /admin/workers/:id          forget it (its bookings are freed, its cache entries dropped)
- *   POST   /admin/kv-events            one vLLM KVEventBatch (msgpack) with x-kvgate-worker, x-kvgate-dp-rank, x-kvgate-seq
+ *   POST   /admin/kv-events            one vLLM KVEventBatch (msgpack) with x-kvgate-worker, x-kvgate-dp-rank, x-kvgate-seq;
+ *                                       or (content-type application/vnd.kvgate.kv-frames) raw engine messages from
+ *                                       `kvgate bridge`, with x-kvgate-bridge (session) and x-kvgate-post (number)
  */
 import { Hono, type Context } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
@@ -19,6 +21,7 @@ import { parseWorker } from "./config.ts";
 import type { FleetWorker } from "./fleet.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { readJsonObject } from "../core/json-body.ts";
+import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "./kv-ingest-frames.ts";
 
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);
@@ -51,6 +54,12 @@ export function adminRoutes(gw: GatewayState): Hono {
 
   admin.post("/workers", async (c) => {
     const w = await gw.fleet.add(parseWorker(await readJsonObject(c.req.raw)));
+    try {
+      await gw.ingest.attach(w);
+    } catch (e) {
+      gw.fleet.remove(w.id);
+      throw e;
+    }
     gw.log("info", `worker ${w.id} added: ${w.url} serving ${w.models.join(", ")}${w.kvEvents ? " (KV events)" : ""}`);
     return c.json(workerJson(gw, w), 201);
   });
@@ -86,6 +95,16 @@ export function adminRoutes(gw: GatewayState): Hono {
     const worker = c.req.header("x-kvgate-worker");
     if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "x-kvgate-worker is required");
     const bytes = new Uint8Array(await c.req.arrayBuffer());
+    if ((c.req.header("content-type") ?? "").startsWith(KV_FRAMES_CONTENT_TYPE)) {
+      const session = c.req.header("x-kvgate-bridge");
+      const post = optionalInt(c, "x-kvgate-post");
+      const r = gw.ingest.ingestFrames({
+        worker, dpRank: optionalInt(c, "x-kvgate-dp-rank"), frames: decodeKvFrames(bytes),
+        source: session && post !== undefined ? { session, post } : undefined,
+      });
+      if (r.gap > 0) gw.log("warn", `worker ${worker}: ${r.gap} gap(s) in its KV-event sequence (its cache view is cold until rebuilt)`);
+      return c.json(r);
+    }
     const r = gw.ingest.ingest({ worker, dpRank: optionalInt(c, "x-kvgate-dp-rank"), seq: optionalInt(c, "x-kvgate-seq"), bytes });
     if (r.gap > 0) gw.log("warn", `worker ${worker}: ${r.gap} KV-event batches lost before this one (its cache view may be stale)`);
     if (r.restarted) gw.log("info", `worker ${worker}: KV events restarted at seq 0; its cached blocks were cleared`);

@@ -99,6 +99,12 @@ export class Router {
     this.#core.drain();
   }
 
+  /** Whether the worker's KV-event view is cold (lost events): then its cache overlap counts as 0 in scoring. */
+  setCacheCold(id: string, cold: boolean): void {
+    const w = this.#core.registry.get(id);
+    if (w) w.cacheCold = cold;
+  }
+
   /** Stops new requests to the worker; its in-flight bookings run to completion. */
   drainWorker(id: string): void {
     this.setWorkerHealth(id, "draining");

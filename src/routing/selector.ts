@@ -123,7 +123,8 @@ export class Selector {
   }
 
   #overlapOf(r: RankState, gen: number): number {
-    return this.#stamp[r.slot] === gen ? this.#overlap[r.slot]! : 0;
+    // A cold worker's index entries are a partial view (events were lost): its overlap is not trusted.
+    return this.#stamp[r.slot] === gen && !r.worker.cacheCold ? this.#overlap[r.slot]! : 0;
   }
 
   /**
