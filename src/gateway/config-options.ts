@@ -25,7 +25,7 @@ export interface OptionSpec {
   env?: string;
   default: unknown;
   doc: string;
-  group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream";
+  group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream" | "ops";
 }
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER): OptionKind => ({ type: "int", min, max });
@@ -81,6 +81,17 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "upstream", key: "upstream.migrationLimit", flag: "migration-limit", kind: int(0, 16), default: 3, doc: "times a stream that broke after its first token is continued on another worker; 0 disables" },
   { group: "upstream", key: "upstream.streamUsage", flag: "stream-usage", kind: bool, default: true, doc: "ask streaming workers for usage (include_usage) to measure actual cache hits; the extra chunk is removed when the client did not ask" },
   { group: "upstream", key: "upstream.healthProbeMs", flag: "health-probe-ms", kind: int(0), default: 2_000, doc: "a worker that refused a connection is marked unhealthy and its /health probed this often; 0 = never mark" },
+  // ops: health, circuit breaking, engine load
+  { group: "ops", key: "ops.healthCheckMs", flag: "health-check-ms", kind: int(0), default: 5_000, doc: "probe every worker's GET /health this often; failing workers are drained (no new requests, in-flight ones finish) and return when they pass; 0 = probe only workers that refused a connection" },
+  { group: "ops", key: "ops.healthTimeoutMs", flag: "health-timeout-ms", kind: int(1), default: 2_000, doc: "a health probe not answered within this counts as failed" },
+  { group: "ops", key: "ops.healthFailThreshold", flag: "health-fail-threshold", kind: int(1, 1000), default: 3, doc: "failed probes in a row that take a worker out of rotation" },
+  { group: "ops", key: "ops.healthSuccessThreshold", flag: "health-success-threshold", kind: int(1, 1000), default: 2, doc: "passed probes in a row that bring it back" },
+  { group: "ops", key: "ops.circuitFailures", flag: "circuit-failures", kind: int(0, 1000), default: 5, doc: "failed attempts in a row at a worker (connect errors, timeouts, 5xx, broken streams) that open its circuit: no new requests for --circuit-open-ms, then one trial request; 0 = no circuit breaker" },
+  { group: "ops", key: "ops.circuitOpenMs", flag: "circuit-open-ms", kind: int(1), default: 30_000, doc: "how long an open circuit keeps a worker out before its trial request" },
+  { group: "ops", key: "ops.engineMetricsMs", flag: "engine-metrics-ms", kind: int(0), default: 0, doc: "scrape every worker's /metrics (vLLM or SGLang names) this often for its own view of its load: running and waiting requests and KV usage feed the busy checks and the cost; 0 = off" },
+  { group: "ops", key: "ops.engineMetricsStaleAfter", flag: "engine-metrics-stale-after", kind: int(1, 1000), default: 3, doc: "scrape intervals without a good scrape after which a worker's metrics are stale: it counts as busy (saturated) until one succeeds" },
+  { group: "ops", key: "ops.busyEngineWaiting", flag: "busy-engine-waiting", kind: num(0), default: undefined, doc: "a worker rank is busy while its engine reports more than this many waiting requests (needs --engine-metrics-ms); unset = off" },
+  { group: "ops", key: "ops.busyEngineKvUsage", flag: "busy-engine-kv-usage", kind: num(0, 1), default: undefined, doc: "a worker rank is busy while its engine reports KV-cache usage above this fraction (needs --engine-metrics-ms); unset = off" },
 ];
 
 /** KVGATE_ + the flag in upper snake case, unless the option names its own. */

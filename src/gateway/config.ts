@@ -76,6 +76,18 @@ export interface GatewayConfig {
     streamUsage: boolean;
     healthProbeMs: number;
   };
+  ops: {
+    healthCheckMs: number;
+    healthTimeoutMs: number;
+    healthFailThreshold: number;
+    healthSuccessThreshold: number;
+    circuitFailures: number;
+    circuitOpenMs: number;
+    engineMetricsMs: number;
+    engineMetricsStaleAfter: number;
+    busyEngineWaiting?: number;
+    busyEngineKvUsage?: number;
+  };
 }
 
 export function bad(message: string): never {

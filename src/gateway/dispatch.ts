@@ -56,7 +56,10 @@ export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Arr
     try {
       const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, ex.headers, bodyText, ex.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
-      if (attempt.res.ok || !retryableStatus(status)) return { attempt, handle, signals };
+      if (attempt.res.ok || !retryableStatus(status)) {
+        gw.health.attemptSucceeded(signals.worker);
+        return { attempt, handle, signals };
+      }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);
     } catch (e) {
@@ -68,7 +71,7 @@ export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Arr
     }
     handle.fail();
     gw.metrics.upstreamFailures.inc({ kind: failure.kind });
-    if (failure.kind === "connect") gw.health.connectFailed(signals.worker);
+    gw.health.attemptFailed(signals.worker, failure.kind, failure.status);
     gw.log("warn", `request ${ex.requestId}: worker ${signals.worker} ${failure.message}`);
     last = { failure, worker: signals.worker };
     if (ex.ext.target || ex[budget] <= 0) throw failure.toKvgateError(signals.worker);

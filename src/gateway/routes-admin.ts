@@ -28,7 +28,8 @@ function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   return {
     id: w.id, url: w.url, models: w.models, role: w.role, block_size: w.blockSize, dp_start: w.dpStart, dp_size: w.dpSize,
     kv_events: w.kvEvents, total_kv_blocks: w.totalKvBlocks ?? null, max_batched_tokens: w.maxBatchedTokens ?? null,
-    health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id),
+    health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id), circuit: gw.health.circuitState(w.id) ?? null,
+    engine_metrics_stale: gw.engineMetrics.isStale(w.id),
     ranks: ranks.map((r) => ({ dp_rank: r.dpRank, active_requests: r.activeRequests, active_blocks: r.activeBlocks, active_prefill_tokens: r.activePrefillTokens })),
   };
 }
@@ -71,14 +72,14 @@ export function adminRoutes(gw: GatewayState): Hono {
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "health must be healthy, draining or unhealthy", { param: "health" });
     }
     gw.fleet.setHealth(id, health as WorkerHealth);
-    gw.health.forget(id);
+    gw.health.operatorSet(id, health);
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 
   admin.post("/workers/:id/drain", (c) => {
     const id = c.req.param("id");
     gw.fleet.setHealth(id, "draining");
-    gw.health.forget(id);
+    gw.health.operatorSet(id, "draining");
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 

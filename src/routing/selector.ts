@@ -92,7 +92,7 @@ export class Selector {
       const r = ranks[i]!, load = r.load;
       f64[overlapCol + i] = this.#overlapOf(r, gen);
       f64[prefillCol + i] = load.activePrefillTokens;
-      f64[decodeCol + i] = load.activeBlocks;
+      f64[decodeCol + i] = load.engineBlocks > load.activeBlocks ? load.engineBlocks : load.activeBlocks;
       f64[activeCol + i] = load.activeOverlap(keys, promptBlocks);
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
