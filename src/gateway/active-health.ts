@@ -35,9 +35,9 @@ export class HealthChecks {
     return this.o.intervalMs > 0 || this.o.probeMs > 0;
   }
 
-  /** Starts checking a worker (active mode probes it from the next period on). */
+  /** Starts checking a worker (active mode probes it at the next tick). */
   track(worker: string): void {
-    if (!this.#checks.has(worker)) this.#checks.set(worker, { fails: 0, oks: 0, failing: false, nextAt: this.now() + this.o.intervalMs, probing: false });
+    if (!this.#checks.has(worker)) this.#checks.set(worker, { fails: 0, oks: 0, failing: false, nextAt: this.now(), probing: false });
   }
 
   forget(worker: string): void {

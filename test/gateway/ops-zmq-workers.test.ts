@@ -68,7 +68,7 @@ describe("workers with zmq_endpoint on Node", () => {
     // a/1 holds 25 blocks, b holds 23.
     expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 25 });
     // HTTP batches for a ZeroMQ worker would interleave with its socket: refused.
-    const http = await fetch(`${gw.url}/admin/kv-events`, { method: "POST", body: vllmBatch([]), headers: { authorization: "Bearer test-token", "x-kvgate-worker": "b" } });
+    const http = await fetch(`${gw.url}/admin/kv-events`, { method: "POST", body: vllmBatch([]) as Uint8Array<ArrayBuffer>, headers: { authorization: "Bearer test-token", "x-kvgate-worker": "b" } });
     expect(http.status).toBe(400);
     // Removing the worker closes its sockets.
     expect((await fetch(`${gw.url}/admin/workers/b`, { method: "DELETE", headers: { authorization: "Bearer test-token" } })).status).toBe(200);
