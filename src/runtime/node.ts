@@ -6,6 +6,7 @@ import { pathToFileURL } from "node:url";
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
 import type { KvEventHub } from "../events/index.ts";
 import type { KvEventTransport } from "../gateway/kv-ingest.ts";
+import { createNodeHttpFetch } from "./node-http-fetch.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
 /** The ZeroMQ subscriber for workers with a zmq_endpoint; the native module loads only when one is configured. */
@@ -15,8 +16,9 @@ export async function zmqTransport(hub: KvEventHub): Promise<KvEventTransport> {
 }
 
 export async function serveOnNode(argv: readonly string[]): Promise<number> {
+  const transport = createNodeHttpFetch();
   const boot = await bootGateway({
-    argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t),
+    argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t), fetch: transport.fetch,
     runtime: "Node", kvEventTransport: zmqTransport,
   });
   if (boot.kind === "help") return 0;
@@ -40,6 +42,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   // Streams may be open: stop listening, then cut what is left rather than wait for them.
   server.close();
   (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+  transport.close();
   return 0;
 }
 
