@@ -85,8 +85,10 @@ export class KvBridge {
     this.#stopping = true;
     if (!this.#sock.closed) this.#sock.close();
     this.#replay?.close();
-    await this.#loop;
+    // The receive loop may be waiting for room in a full queue (router down): closing the sender releases it.
+    await Promise.race([this.#loop, new Promise((r) => setTimeout(r, 200))]);
     await this.sender.close(timeoutMs);
+    await this.#loop;
   }
 
   async #receive(): Promise<void> {
