@@ -78,7 +78,8 @@ export class BridgeSender {
     this.#o = {
       maxBatchFrames: 256, maxBatchBytes: 1 << 20, flushMs: 20, maxQueueFrames: 10_000, maxQueueBytes: 64 << 20, retryMinMs: 100,
       retryMaxMs: 5_000, requestTimeoutMs: 10_000, session: `${rand[0]!.toString(16)}${rand[1]!.toString(16)}`,
-      ...options,
+      // An option passed as undefined (the CLI forwards unset flags) must not erase its default.
+      ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as BridgeSenderOptions,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
       sleep: options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
     };

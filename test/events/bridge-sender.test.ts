@@ -116,6 +116,21 @@ describe("BridgeSender against a gateway", () => {
     expect(badRank.stats).toMatchObject({ sentFrames: 0, rejectedFrames: 1 });
   });
 
+  it("should back off exponentially, with defaults kept for options passed as undefined (unset CLI flags)", async () => {
+    const waits: number[] = [];
+    let sender!: BridgeSender;
+    const sleep = async (ms: number) => {
+      waits.push(ms);
+      if (waits.length === 8) void sender.close(0);
+    };
+    sender = new BridgeSender({
+      url: "http://kvgate.test/admin/kv-events", token: TOKEN, worker: "w1", sleep, retryMaxMs: undefined, maxBatchFrames: undefined,
+      fetch: () => Promise.reject(new TypeError("fetch failed")),
+    });
+    expect(await sender.hello()).toBe(-1);
+    expect(waits).toEqual([100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+  });
+
   it("should count a frame that does not decode without losing the others of its POST", async () => {
     const { gwFetch, gw, matched } = await setup();
     const sender = new BridgeSender({ url: "http://kvgate.test/admin/kv-events", token: TOKEN, worker: "w1", fetch: gwFetch, sleep: noWait });
