@@ -112,9 +112,11 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
   const targets = legTargets(gw, ex);
   const prefillBody: Record<string, unknown> = { ...body, stream: false };
   delete prefillBody.stream_options;
+  let last: KvgateError | undefined;
   for (;;) {
     const route = await routePrefill(gw, ex, tokens, targets.prefill, ex.signal);
-    if (route.kind === "unavailable") throw route.error;
+    // Every prefill worker left failed this request already: report that failure, not the empty pool.
+    if (route.kind === "unavailable") throw last && route.reason === "no_prefill_workers" ? last : route.error;
     const pw = gw.fleet.get(route.signals.worker);
     const host = new URL(route.signals.endpoint).hostname.replace(/^\[|\]$/g, "");
     const port = pw?.bootstrapPort ?? DEFAULT_BOOTSTRAP_PORT;
@@ -167,11 +169,13 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
       if (ex.signal.aborted) throw new KvgateError("KVGATE_ERR_CANCELLED", "the client went away");
       if (prefillRefused) return { ...prefillRefused, headers: decisionHeaders(decision, route.signals.worker) };
       const err = prefillError ?? e;
+      if (last && isKvgateError(err) && err.code === "KVGATE_ERR_NO_WORKERS") throw last;
       if (!isKvgateError(err) || (err.code !== "KVGATE_ERR_UPSTREAM" && err.code !== "KVGATE_ERR_UPSTREAM_TIMEOUT")) throw err;
       const failed = prefillError ? route.signals.worker : (err.detail?.worker as string | undefined);
       if (!failed || targets.prefill || targets.decode || ex[budget] <= 0) throw err;
       ex[budget]--;
       ex.excluded.push(failed);
+      last = err;
       gw.metrics.retries.inc({ reason: prefillError ? "prefill" : "decode" });
     }
   }
