@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import { KvgateError } from "../core/errors.ts";
+import { servesDisaggregated } from "./disagg-decide.ts";
 import { dispatch, type Dispatched } from "./dispatch.ts";
 import { decisionHeaders, prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
@@ -71,7 +72,8 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
   return async function completions(c: Context): Promise<Response> {
     const ex = await prepareExchange(gw, c, endpoint, await readJsonObject(c.req.raw));
     if (ex.ext.queryOnly) {
-      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
+      const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
+      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
       return c.json(previewBody(signals, ex.tokenizeMs));
     }
     const first = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");

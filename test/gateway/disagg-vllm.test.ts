@@ -108,6 +108,10 @@ describe("vLLM flow through kvgate", () => {
     expect(series(m, "kvgate_disagg_prefill_total", { flow: "vllm", prefill: "remote", reason: "uncached_tokens" })).toBe(1);
     expect(series(m, "kvgate_disagg_prefill_total", { flow: "vllm", prefill: "local", reason: "no_prefill_workers" })).toBe(1);
     expect(noBookings(f)).toBe(true);
+    // A preview of a disaggregated model shows its decode worker, where the client's stream would come from.
+    const preview = await (await post(`${f.gw.url}/v1/route`, chat(text("L")))).json();
+    expect(preview).toMatchObject({ worker: "d0" });
+    expect(preview.cached_tokens).toBeGreaterThan(0);
   });
 
   it("should prefill locally while the prefill pool is busy, and free the prefill booking when the client leaves mid-prefill", async () => {
