@@ -148,7 +148,7 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
         gw.log("warn", `request ${ex.requestId}: ${out.error.message} after the decode started`);
       }
       return out;
-    }, () => undefined);
+    }, () => undefined).catch(() => undefined);
     const decision: Decision = { where: "remote", reason: targets.prefill ? "target" : "unconditional" };
     gw.metrics.disaggPrefill.inc({ flow: "sglang", prefill: "remote", reason: decision.reason });
     const started = gw.fineNow();
