@@ -12,7 +12,7 @@
  */
 import { Hono, type Context } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { bodyLimit } from "hono/body-limit";
+import { bodyLimit } from "./body-limit.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { WorkerHealth } from "../routing/index.ts";
 import { parseWorker } from "./config.ts";
@@ -82,7 +82,7 @@ export function adminRoutes(gw: GatewayState): Hono {
     return c.json({ id, removed: true, freed_bookings: freed });
   });
 
-  admin.post("/kv-events", bodyLimit({ maxSize: gw.config.maxBodyBytes }), async (c) => {
+  admin.post("/kv-events", bodyLimit(gw.config.maxBodyBytes), async (c) => {
     const worker = c.req.header("x-kvgate-worker");
     if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "x-kvgate-worker is required");
     const bytes = new Uint8Array(await c.req.arrayBuffer());

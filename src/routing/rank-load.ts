@@ -17,10 +17,4 @@ export class RankLoad {
   get activeBlocks(): number {
     return this.assumeKvReuse ? this.prompts.distinctBlocks : this.summedBlocks;
   }
-
-  /** Blocks of this prompt already counted in activeBlocks (in-flight requests sharing the prefix). */
-  activeOverlap(keys: Uint32Array | undefined, n: number): number {
-    if (!this.assumeKvReuse || keys === undefined || this.activeRequests === 0) return 0;
-    return this.prompts.sharedPrefix(keys, n);
-  }
 }

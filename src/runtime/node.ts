@@ -4,10 +4,14 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
+import { createNodeHttpFetch } from "./node-http-fetch.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
 export async function serveOnNode(argv: readonly string[]): Promise<number> {
-  const boot = await bootGateway({ argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t) });
+  const transport = createNodeHttpFetch();
+  const boot = await bootGateway({
+    argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t), fetch: transport.fetch,
+  });
   if (boot.kind === "help") return 0;
   const { gateway, config } = boot;
   let sims: DefaultFleet | undefined;
@@ -28,6 +32,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   // Streams may be open: stop listening, then cut what is left rather than wait for them.
   server.close();
   (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+  transport.close();
   return 0;
 }
 

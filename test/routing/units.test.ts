@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ActivePrompts, commonPrefix } from "../../src/routing/active-prompts.ts";
+import { InflightPrefixes } from "../../src/routing/inflight-prefixes.ts";
 import { createPrng, randomInt } from "../../src/routing/prng.ts";
 import { queueKey } from "../../src/routing/queue-policy.ts";
 import { resolveConfig } from "../../src/routing/router-config.ts";
@@ -34,6 +35,7 @@ describe("active prompts", () => {
   it("matches a set-of-blocks model under random adds and removes, duplicates included", () => {
     const rand = createPrng(5);
     const prompts = new ActivePrompts();
+    const inflight = new InflightPrefixes(1);
     const live: { keys: Uint32Array; n: number }[] = [];
     for (let step = 0; step < 3000; step++) {
       if (live.length === 0 || rand() < 0.55) {
@@ -44,12 +46,15 @@ describe("active prompts", () => {
         const model = new Set(live.flatMap((q) => keyList(q.keys, q.n)));
         let depth = 0;
         while (depth < p.n && model.has(`${p.keys[2 * depth]}:${p.keys[2 * depth + 1]}`)) depth++;
-        expect(prompts.sharedPrefix(p.keys, p.n)).toBe(depth);
+        inflight.query(p.keys, p.n);
+        expect(inflight.sharedOf(0)).toBe(depth);
         prompts.add(p.keys, p.n);
+        inflight.add(p.keys, p.n, 0);
         live.push(p);
       } else {
         const p = live.splice(randomInt(rand, live.length), 1)[0]!;
         expect(prompts.remove(p.keys, p.n)).toBe(true);
+        expect(inflight.remove(p.keys, p.n)).toBe(true);
       }
       expect(prompts.distinctBlocks).toBe(new Set(live.flatMap((q) => keyList(q.keys, q.n))).size);
       expect(prompts.size).toBe(live.filter((q) => q.n > 0).length);
