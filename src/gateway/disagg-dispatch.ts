@@ -54,6 +54,12 @@ export function withBootstrap(body: Record<string, unknown>, host: string, port:
   return `${text.slice(0, -1)},"bootstrap_room":${room.toString()}}`;
 }
 
+function retryHeaders(h: Headers, attempt: number): Headers {
+  const out = new Headers(h);
+  out.set("x-request-id", `${h.get("x-request-id") ?? "kvgate"}-retry${attempt}`);
+  return out;
+}
+
 function bodyOf(ex: Exchange, bodyText: string): Record<string, unknown> {
   return bodyText === ex.bodyText ? ex.body : (JSON.parse(bodyText) as Record<string, unknown>);
 }
@@ -113,7 +119,9 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
   const prefillBody: Record<string, unknown> = { ...body, stream: false };
   delete prefillBody.stream_options;
   let last: KvgateError | undefined;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
+    // A retried pair may land on an engine still aborting the previous attempt: give it a request id of its own.
+    const headers = attempt === 0 ? ex.headers : retryHeaders(ex.headers, attempt);
     const route = await routePrefill(gw, ex, tokens, targets.prefill, ex.signal);
     // Every prefill worker left failed this request already: report that failure, not the empty pool.
     if (route.kind === "unavailable") throw last && route.reason === "no_prefill_workers" ? last : route.error;
@@ -128,7 +136,7 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
     let decodeAnswered = false;
     let prefillError: KvgateError | undefined;
     let prefillRefused: Dispatched | undefined;
-    const prefill: Promise<PrefillOutcome | undefined> = runPrefill(gw, ex, route, withBootstrap(prefillBody, host, port, room), pair.signal).then(async (out) => {
+    const prefill: Promise<PrefillOutcome | undefined> = runPrefill(gw, ex, route, withBootstrap(prefillBody, host, port, room), pair.signal, undefined, headers).then(async (out) => {
       if (out.kind === "refused") {
         // The request itself is wrong (4xx): the client gets the prefill's answer, read now before the pair is stopped.
         const res = out.dispatched.attempt.res;
@@ -154,7 +162,7 @@ async function sglangFlow(gw: GatewayState, ex: Exchange, tokens: Uint32Array, b
     const started = gw.fineNow();
     try {
       const d = await dispatchLeg(gw, ex, tokens, withBootstrap(body, host, port, room), budget, {
-        ...requestLeg(ex), phase: "decode", target: targets.decode, prefilled: true, retry: false, signal: pair.signal,
+        ...requestLeg(ex), phase: "decode", target: targets.decode, prefilled: true, retry: false, signal: pair.signal, headers,
         overrides: { ...ex.ext.overrides, overlapWeight: 0 },
       });
       decodeAnswered = true;

@@ -5,8 +5,7 @@
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { queueRejectedError, type RequestHandle, type RouteSignals, type WorkerTarget } from "../routing/index.ts";
-import type { DisaggReason } from "./disagg-decide.ts";
-import { excludedOf } from "./disagg-decide.ts";
+import { excludedOf, type DisaggReason } from "./disagg-decide.ts";
 import type { Dispatched } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readAll, retryableStatus, sendUpstream, UpstreamFailure } from "./upstream.ts";
@@ -47,14 +46,14 @@ export async function routePrefill(gw: GatewayState, ex: Exchange, tokens: Uint3
  * cancellation (a 499 KvgateError); every worker problem is a "failed" outcome.
  */
 export async function runPrefill(gw: GatewayState, ex: Exchange, leg: { handle: RequestHandle; signals: RouteSignals }, bodyText: string,
-  signal: AbortSignal, check: (json: Record<string, unknown>) => string | undefined = () => undefined): Promise<PrefillOutcome> {
+  signal: AbortSignal, check: (json: Record<string, unknown>) => string | undefined = () => undefined, headers = ex.headers): Promise<PrefillOutcome> {
   const { handle, signals } = leg;
   const worker = signals.worker;
   const started = gw.fineNow();
   const cfg = gw.config.upstream;
   let failure: UpstreamFailure;
   try {
-    const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, ex.headers, bodyText, signal, cfg.headersTimeoutMs);
+    const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, headers, bodyText, signal, cfg.headersTimeoutMs);
     const res = attempt.res;
     if (!res.ok && !retryableStatus(res.status)) return { kind: "refused", dispatched: { attempt, handle, signals } };
     if (!res.ok) {

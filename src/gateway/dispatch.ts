@@ -31,6 +31,8 @@ export interface Leg {
   retry?: boolean;
   /** The prompt's KV arrives by transfer, so its prefill never loads the chosen worker. */
   prefilled?: boolean;
+  /** Headers for the worker (default the exchange's). */
+  headers?: Headers;
 }
 
 /** The leg of an ordinary (aggregated) request: the client's own routing choices. */
@@ -85,7 +87,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     gw.metrics.routed(signals, ex.tokenizeMs);
     let failure: UpstreamFailure;
     try {
-      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
+      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
       if (attempt.res.ok || !retryableStatus(status)) return { attempt, handle, signals };
       const text = await attempt.res.text().catch(() => "");

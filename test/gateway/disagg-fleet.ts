@@ -30,6 +30,8 @@ export interface PdOptions {
   decodeOpts?: SimServerOptions;
   /** Prefill workers registered at these URLs instead of engines (dead endpoints, foreign engines). */
   extraPrefillUrls?: string[];
+  /** Decode workers at these URLs (ids dx0, dx1, …), registered before the engines. */
+  extraDecodeUrls?: string[];
 }
 
 export async function pdFleet(argv: string[], o: PdOptions = {}): Promise<PdFleet> {
@@ -49,6 +51,9 @@ export async function pdFleet(argv: string[], o: PdOptions = {}): Promise<PdFlee
   }
   for (const [i, url] of (o.extraPrefillUrls ?? []).entries()) {
     await fleet.add({ url, id: `px${i}`, models: [MODEL], role: "prefill", kvEvents: false, blockSize: 16, bootstrapPort: Number(new URL(url).port) });
+  }
+  for (const [i, url] of (o.extraDecodeUrls ?? []).entries()) {
+    await fleet.add({ url, id: `dx${i}`, models: [MODEL], role: "decode", kvEvents: false, blockSize: 16 });
   }
   for (let i = 0; i < (o.decode ?? 2); i++) {
     const s = await startSim(gw.url, { model: MODEL, workerId: `d${i}`, role: "decode", ...o.decodeOpts });

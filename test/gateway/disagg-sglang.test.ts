@@ -89,6 +89,19 @@ describe("SGLang flow through kvgate", () => {
     await until(() => fleet!.decode[0]!.engine.idle, 5_000, "the decode engine to be idle");
   });
 
+  it("should retry the pair when the decode worker is unreachable, stopping the prefill it started", async () => {
+    const dead = await startSimServer({ model: MODEL });
+    await dead.close();
+    fleet = await pdFleet(["--disaggregation", "sglang", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url] });
+    for (let i = 0; i < 3; i++) {
+      const r = await stream(fleet, text(`D${i}`));
+      expect(r.headers.get("x-kvgate-worker")).toBe("d0");
+      expect(r.usage.prompt_tokens_details.cached_tokens).toBe(transferred(r.usage.prompt_tokens));
+    }
+    expect(noBookings(fleet)).toBe(true);
+    await until(() => fleet!.prefill[0]!.engine.idle && fleet!.prefill[0]!.engine.cache.usedBlocks === 0, 5_000, "the prefill engine to settle");
+  });
+
   it("should stop both legs and free both bookings when the client leaves while the prefill runs", async () => {
     const clock = new VirtualClock();
     fleet = await pdFleet(["--disaggregation", "sglang"], { prefill: 1, decode: 1, prefillOpts: { clock } });

@@ -181,6 +181,19 @@ describe("vLLM flow through kvgate", () => {
     }
   });
 
+  it("should retry the decode leg on another decode worker with the same transfer parameters when one is unreachable", async () => {
+    const dead = await startSimServer({ model: MODEL });
+    await dead.close();
+    fleet = await pdFleet(["--disagg-local-prefill-below", "0", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url] });
+    for (let i = 0; i < 3; i++) {
+      const r = await stream(fleet, text(`D${i}`));
+      expect(r.headers.get("x-kvgate-worker")).toBe("d0");
+      expect(r.usage.prompt_tokens_details.cached_tokens).toBe(transferred(r.usage.prompt_tokens));
+    }
+    expect(noBookings(fleet)).toBe(true);
+    expect(fleet.prefill[0]!.engine.cache.usedBlocks).toBe(0);
+  });
+
   it("should pass a request the prefill worker rejects (4xx) back to the client", async () => {
     fleet = await pdFleet(["--disagg-local-prefill-below", "0"], { prefill: 1, decode: 1 });
     const res = await post(`${fleet.gw.url}/v1/chat/completions`, chat("x", { n: 3 }));
