@@ -28,6 +28,17 @@ export interface WorkerConfig {
   replayEndpoint?: string;
   /** Topic prefix to subscribe to (vLLM `topic`); default every message. */
   kvTopic?: string;
+  /** SGLang prefill workers: the port of their bootstrap server (default 8998, SGLang's). */
+  bootstrapPort?: number;
+}
+
+/** Disaggregated prefill/decode (src/gateway/disagg-*.ts); used for models served by decode-role workers. */
+export interface DisaggOptions {
+  flow: "vllm" | "sglang";
+  /** vLLM flow: prefill on the decode worker when fewer prompt tokens than this are uncached there (0 = never). */
+  localPrefillBelow: number;
+  /** vLLM flow: prefill on the decode worker when the prefill pool is busy above this fraction of batch capacity. */
+  prefillBusyFrac: number;
 }
 
 export interface RouterOptions {
@@ -62,6 +73,9 @@ export interface GatewayConfig {
   /** Built-in simulated fleet started by the Node adapter when no worker is configured. */
   simWorkers: number;
   simGpuBlocks: number;
+  /** With the built-in fleet: this many prefill engines, and the simWorkers engines become decode workers. */
+  simPrefillWorkers: number;
+  disagg: DisaggOptions;
   blockSize: number;
   kvEvents: "auto" | "on" | "off";
   tokenizers: Record<string, ModelTokenizerSource>;
@@ -116,6 +130,7 @@ const WORKER_KEYS: Record<string, keyof WorkerConfig> = {
   url: "url", id: "id", models: "models", model: "models", block_size: "blockSize", dp_start: "dpStart", dp_size: "dpSize",
   role: "role", kv_events: "kvEvents", total_kv_blocks: "totalKvBlocks", max_batched_tokens: "maxBatchedTokens",
   zmq_endpoint: "zmqEndpoint", replay_endpoint: "replayEndpoint", kv_topic: "kvTopic",
+  bootstrap_port: "bootstrapPort",
 };
 
 function snake(k: string): string {
@@ -191,6 +206,7 @@ export function parseWorker(raw: unknown): WorkerConfig {
   w.url = w.url.replace(/\/+$/, "");
   if (w.role !== undefined && !["aggregated", "prefill", "decode"].includes(w.role)) bad(`unknown worker role ${w.role}`);
   checkZmq(w, zmq);
+  if (w.bootstrapPort !== undefined && w.bootstrapPort > 65535) bad(`worker bootstrap_port must be a port number, got ${w.bootstrapPort}`);
   return w as WorkerConfig;
 }
 
