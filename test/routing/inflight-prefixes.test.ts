@@ -2,17 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InflightPrefixes } from "../../src/routing/inflight-prefixes.ts";
 import { KeyPool } from "../../src/routing/key-pool.ts";
 import { createPrng, randomInt } from "../../src/routing/prng.ts";
-
-/** Sequence-hash-like keys: prompts of one family share their first `shared` blocks. */
-function chain(family: number, uniq: number, n: number, shared: number): Uint32Array {
-  const k = new Uint32Array(2 * n);
-  for (let i = 0; i < n; i++) {
-    const id = i < shared ? family * 1000 + i : 1_000_000 + uniq * 1000 + i;
-    k[2 * i] = Math.imul(id, 0x9e3779b1) >>> 0;
-    k[2 * i + 1] = Math.imul(id ^ 0x5bd1e995, 0x85ebca6b) >>> 0;
-  }
-  return k;
-}
+import { chainKeys as chain } from "./helpers.ts";
 
 interface Live {
   keys: Uint32Array;

@@ -4,7 +4,7 @@ import { InflightPrefixes } from "../../src/routing/inflight-prefixes.ts";
 import { createPrng, randomInt } from "../../src/routing/prng.ts";
 import { queueKey } from "../../src/routing/queue-policy.ts";
 import { resolveConfig } from "../../src/routing/router-config.ts";
-import { fixture, prompt, worker, distinctBlocks } from "./helpers.ts";
+import { chainKeys as chain, fixture, prompt, worker, distinctBlocks } from "./helpers.ts";
 
 describe("prng", () => {
   it("is reproducible per seed, differs across seeds, and stays in [0, 1)", () => {
@@ -21,17 +21,6 @@ describe("prng", () => {
 });
 
 describe("active prompts", () => {
-  /** A chain of `n` sequence-hash-like keys: prompts built from the same family share a prefix of `shared` blocks. */
-  function chain(family: number, uniq: number, n: number, shared: number): Uint32Array {
-    const k = new Uint32Array(2 * n);
-    for (let i = 0; i < n; i++) {
-      const id = i < shared ? family * 1000 + i : 1_000_000 + uniq * 1000 + i;
-      k[2 * i] = Math.imul(id, 0x9e3779b1) >>> 0;
-      k[2 * i + 1] = Math.imul(id ^ 0x5bd1e995, 0x85ebca6b) >>> 0;
-    }
-    return k;
-  }
-
   it("matches a set-of-blocks model under random adds and removes, duplicates included", () => {
     const rand = createPrng(5);
     const prompts = new ActivePrompts();
