@@ -17,12 +17,18 @@ export interface NodeHttpFetchOptions {
   maxSockets?: number;
   /** Idle kept-alive connections per worker; default 64. */
   maxFreeSockets?: number;
+  /**
+   * An idle kept-alive connection is closed after this long (ms); default 4,000 — under the 5 s idle limit of
+   * uvicorn (vLLM, SGLang), so kvgate rarely writes into a connection the worker is closing.
+   */
+  idleSocketMs?: number;
   /** The fallback for what this transport does not cover; default the global fetch. */
   fallback?: typeof fetch;
 }
 
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
+const STALE_SOCKET = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
 
 export interface NodeHttpFetch {
   fetch: typeof fetch;
@@ -31,7 +37,10 @@ export interface NodeHttpFetch {
 }
 
 export function createNodeHttpFetch(opts: NodeHttpFetchOptions = {}): NodeHttpFetch {
-  const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: opts.maxFreeSockets ?? 64, scheduling: "lifo" as const };
+  const agentOpts = {
+    keepAlive: true, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: opts.maxFreeSockets ?? 64, scheduling: "lifo" as const,
+    timeout: opts.idleSocketMs ?? 4_000,
+  };
   const agents = { "http:": new http.Agent(agentOpts), "https:": new https.Agent(agentOpts) };
   const fallback = opts.fallback ?? globalThis.fetch.bind(globalThis);
 
@@ -52,9 +61,10 @@ export function createNodeHttpFetch(opts: NodeHttpFetchOptions = {}): NodeHttpFe
     if (payload) headers["content-length"] = String(payload.byteLength);
     const method = (init?.method ?? "GET").toUpperCase();
     const mod = url.protocol === "https:" ? https : http;
-    return new Promise<Response>((resolve, reject) => {
+    const agent = agents[url.protocol as "http:" | "https:"];
+    const attempt = (retried: boolean): Promise<Response> => new Promise<Response>((resolve, reject) => {
       let settled = false;
-      const req = mod.request(url, { method, headers, agent: agents[url.protocol as "http:" | "https:"] }, (res) => {
+      const req = mod.request(url, { method, headers, agent }, (res) => {
         const status = res.statusCode ?? 502;
         if (REDIRECT.has(status) && res.headers.location) {
           // Rare for a worker; the global fetch applies the redirect rules exactly.
@@ -71,14 +81,19 @@ export function createNodeHttpFetch(opts: NodeHttpFetchOptions = {}): NodeHttpFe
         req.destroy(abortReason(signal!) as Error);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      req.on("error", (e) => {
+      req.on("error", (e: NodeJS.ErrnoException) => {
         if (settled) return;
         settled = true;
         signal?.removeEventListener("abort", onAbort);
-        reject(signal?.aborted ? abortReason(signal) : new TypeError("fetch failed", { cause: e }));
+        if (signal?.aborted) return reject(abortReason(signal));
+        // A kept-alive socket the worker closed while idle fails the next request before any byte of answer; that
+        // says nothing about the worker, so the request goes once more on a fresh connection (as undici does).
+        if (!retried && req.reusedSocket && STALE_SOCKET.has(e.code ?? "")) return resolve(attempt(true));
+        reject(new TypeError("fetch failed", { cause: e }));
       });
       req.end(payload);
     });
+    return attempt(false);
   };
   return {
     fetch: fetchFn as typeof fetch,

@@ -11,7 +11,15 @@ const transport = createNodeHttpFetch();
 const f = transport.fetch;
 
 beforeAll(async () => {
+  const served = new WeakSet<object>();
   server = http.createServer((req, res) => {
+    if (req.url === "/once-per-socket" || req.url === "/reset") {
+      // A connection closed as a kept-alive socket is reused (the worker's idle close racing our next request).
+      if (served.has(req.socket) || req.url === "/reset") return void req.socket.destroy();
+      served.add(req.socket);
+      res.end("fresh");
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -155,6 +163,19 @@ describe("node:http transport", () => {
     await expect((async () => {
       for (;;) if ((await reader.read()).done) return "ended";
     })()).rejects.toThrow("client left");
+  });
+
+  it("resends once on a fresh connection when a reused one was closed under it, and never for a fresh one", async () => {
+    const t = createNodeHttpFetch({ maxSockets: 1 });
+    expect(await (await t.fetch(`${base}/once-per-socket`)).text()).toBe("fresh");
+    // Same pooled socket again: the server drops it; the transport goes again on a new connection.
+    expect(await (await t.fetch(`${base}/once-per-socket`, { method: "POST", body: "x" })).text()).toBe("fresh");
+    const fresh = createNodeHttpFetch();
+    const err = await fresh.fetch(`${base}/reset`).catch((e: unknown) => e as { cause?: { code?: string } });
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.cause?.code).toBe("ECONNRESET");
+    t.close();
+    fresh.close();
   });
 
   it("hands anything it does not cover to the fallback", async () => {
