@@ -1,20 +1,23 @@
 /**
  * @module Asks an engine's replay socket (a ZeroMQ ROUTER) for the KV-event batches after a gap, over a DEALER:
  * a REQ socket would take only one reply per request, and replays are many. A fresh DEALER per replay means a
- * reply to an abandoned request can never be read as the answer to the next one. Node-only (native `zeromq`).
+ * reply to an abandoned request can never be read as the answer to the next one. The DEALER comes from a ZmqSockets
+ * implementation (native `zeromq` by default, kvgate's ZMTP client on Bun and Deno).
  */
-import { Dealer } from "zeromq";
 import { KvgateError } from "../core/errors.ts";
 import type { ReplaySource } from "../events/kv-event-stream.ts";
 import { parseReplayReply, plainFrames, replayRequest, type SeqFrame } from "../events/zmq-frames.ts";
+import { loadNativeSockets, type DealerSocket, type ZmqSockets } from "./zmq-sockets.ts";
 
 export interface ZmqReplayOptions {
   /** Longest wait for the next reply frame (and for the request to be sent) before the replay counts as failed. Default 5,000 ms. */
   timeoutMs?: number;
+  /** The ZeroMQ implementation; default the native `zeromq` module (Node only). */
+  sockets?: ZmqSockets;
 }
 
 export class ZmqReplayClient implements ReplaySource {
-  readonly #open = new Set<Dealer>();
+  readonly #open = new Set<DealerSocket>();
   #closed = false;
 
   constructor(readonly endpoint: string, readonly options: ZmqReplayOptions = {}) {}
@@ -22,13 +25,19 @@ export class ZmqReplayClient implements ReplaySource {
   async *replay(fromSeq: number): AsyncGenerator<SeqFrame> {
     if (this.#closed) throw new KvgateError("KVGATE_ERR_STATE", "replay client closed");
     const timeout = this.options.timeoutMs ?? 5_000;
-    const dealer = new Dealer({ linger: 0, receiveTimeout: timeout, sendTimeout: timeout });
+    const sockets = this.options.sockets ?? (await loadNativeSockets());
+    if (this.#closed) throw new KvgateError("KVGATE_ERR_STATE", "replay client closed");
+    const dealer = sockets.dealer({ timeoutMs: timeout });
     this.#open.add(dealer);
     try {
       dealer.connect(this.endpoint);
-      await dealer.send(replayRequest(fromSeq));
+      try {
+        await dealer.send(replayRequest(fromSeq));
+      } catch (e) {
+        throw new KvgateError("KVGATE_ERR_STATE", `replay request to ${this.endpoint}: ${(e as Error).message}`, undefined, { cause: e });
+      }
       for (;;) {
-        let frames: Buffer[];
+        let frames: Uint8Array[];
         try {
           frames = await dealer.receive();
         } catch (e) {
@@ -41,14 +50,14 @@ export class ZmqReplayClient implements ReplaySource {
       }
     } finally {
       this.#open.delete(dealer);
-      if (!dealer.closed) dealer.close();
+      dealer.close();
     }
   }
 
   /** Aborts replays in flight (their receive rejects) and refuses new ones. */
   close(): void {
     this.#closed = true;
-    for (const d of this.#open) if (!d.closed) d.close();
+    for (const d of this.#open) d.close();
     this.#open.clear();
   }
 }

@@ -1,10 +1,10 @@
 /**
  * @module Subscribes to engines' KV events over ZeroMQ: one SUB socket per (worker, dp rank) endpoint, reconnecting
  * by itself, each feeding a KvEventStream of the shared hub, with a DEALER replay client per endpoint when the
- * engine has a replay socket. Runs where the native `zeromq` module loads: Node 20 (tested) and Deno 2.9 (smoke-
- * checked); it aborts under Bun 1.4.5. The decoding, ordering and recovery logic lives runtime-neutral in src/events.
+ * engine has a replay socket. The sockets come from a ZmqSockets implementation: the native `zeromq` module on Node
+ * (the default, loaded on first attach) or kvgate's ZMTP client on Bun and Deno (zmtp-sockets.ts). The decoding,
+ * ordering and recovery logic lives runtime-neutral in src/events.
  */
-import { Subscriber } from "zeromq";
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { endpointForRank } from "../events/dp-endpoint.ts";
@@ -12,6 +12,7 @@ import { plainFrames } from "../events/zmq-frames.ts";
 import { KvEventHub, type IngestTotals, type StreamStatus } from "../events/kv-event-hub.ts";
 import type { KvEventStream, KvEventStreamOptions } from "../events/kv-event-stream.ts";
 import { ZmqReplayClient } from "./zmq-replay-client.ts";
+import { loadNativeSockets, type SubSocket, type ZmqSockets } from "./zmq-sockets.ts";
 
 export interface EngineEventEndpoint extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
   /** The engine's KV-event PUB endpoint for rank 0 as this process reaches it, e.g. `tcp://10.0.0.5:5557`. */
@@ -35,8 +36,10 @@ export interface ZmqSubscriberOptions {
   /** ZeroMQ reconnect backoff. Defaults 100 ms, doubling up to 5,000 ms. */
   reconnectIntervalMs?: number;
   reconnectMaxIntervalMs?: number;
-  /** Messages queued per socket before ZeroMQ drops (vLLM's publisher uses 100,000). */
+  /** Messages queued per socket before it stops reading (vLLM's publisher uses 100,000). */
   receiveHighWaterMark?: number;
+  /** The ZeroMQ implementation; default the native `zeromq` module (Node only). */
+  sockets?: ZmqSockets;
 }
 
 export interface TransportCounters {
@@ -44,18 +47,21 @@ export interface TransportCounters {
   disconnects: number;
   /** Receive loops that ended with an error other than the socket being closed. */
   socketErrors: number;
+  /** Connections closed because the engine side broke the protocol (each is logged in lastError, then reconnected). */
+  protocolErrors: number;
+  lastError?: string;
 }
 
 interface Attached {
   worker: string;
-  sockets: Subscriber[];
+  sockets: SubSocket[];
   replays: ZmqReplayClient[];
   loops: Promise<void>[];
 }
 
 export class ZmqKvEventSubscriber {
   readonly hub: KvEventHub;
-  readonly transport: TransportCounters = { connects: 0, disconnects: 0, socketErrors: 0 };
+  readonly transport: TransportCounters = { connects: 0, disconnects: 0, socketErrors: 0, protocolErrors: 0 };
   readonly #workers = new Map<string, Attached>();
 
   constructor(readonly index: KvIndex, readonly options: ZmqSubscriberOptions = {}) {
@@ -70,15 +76,16 @@ export class ZmqKvEventSubscriber {
     this.#workers.set(ep.worker, a);
     const streams: KvEventStream[] = [];
     try {
+      const sockets = await this.#sockets();
       for (const rank of ranks) {
         const replay = ep.replayEndpoint
-          ? new ZmqReplayClient(endpointForRank(ep.replayEndpoint, rank), { timeoutMs: this.options.replayTimeoutMs })
+          ? new ZmqReplayClient(endpointForRank(ep.replayEndpoint, rank), { timeoutMs: this.options.replayTimeoutMs, sockets })
           : undefined;
         if (replay) a.replays.push(replay);
         const { endpoint: _e, replayEndpoint: _r, dpRanks: _d, topic: _t, bind: _b, ...streamOpts } = ep;
         const stream = this.hub.open({ ...streamOpts, dpRank: rank, replay });
         streams.push(stream);
-        const sock = this.#socket();
+        const sock = this.#socket(sockets);
         a.sockets.push(sock);
         sock.subscribe(ep.topic ?? "");
         const url = endpointForRank(ep.endpoint, rank);
@@ -122,22 +129,27 @@ export class ZmqKvEventSubscriber {
     for (const s of this.hub.streams()) await s.settled();
   }
 
-  #socket(): Subscriber {
-    const o = this.options;
-    const sock = new Subscriber({
-      linger: 0,
-      reconnectInterval: o.reconnectIntervalMs ?? 100,
-      reconnectMaxInterval: o.reconnectMaxIntervalMs ?? 5_000,
+  #sockets(): Promise<ZmqSockets> {
+    return this.options.sockets ? Promise.resolve(this.options.sockets) : loadNativeSockets();
+  }
+
+  #socket(sockets: ZmqSockets): SubSocket {
+    const o = this.options, t = this.transport;
+    return sockets.subscriber({
+      reconnectIntervalMs: o.reconnectIntervalMs,
+      reconnectMaxIntervalMs: o.reconnectMaxIntervalMs,
       receiveHighWaterMark: o.receiveHighWaterMark ?? 100_000,
+      onConnect: () => void t.connects++,
+      onDisconnect: () => void t.disconnects++,
+      onError: (e) => {
+        t.protocolErrors++;
+        t.lastError = e.message;
+      },
     });
-    sock.events.on("connect", () => { this.transport.connects++; });
-    sock.events.on("accept", () => { this.transport.connects++; });
-    sock.events.on("disconnect", () => { this.transport.disconnects++; });
-    return sock;
   }
 
   /** Feeds every message to the stream until the socket is closed; an unexpected receive error restarts the loop. */
-  async #receive(sock: Subscriber, stream: KvEventStream): Promise<void> {
+  async #receive(sock: SubSocket, stream: KvEventStream): Promise<void> {
     while (!sock.closed) {
       try {
         for await (const frames of sock) stream.onMessage(plainFrames(frames));

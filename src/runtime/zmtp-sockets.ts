@@ -1,0 +1,318 @@
+/**
+ * @module kvgate's own ZeroMQ SUB and DEALER sockets: ZMTP 3.x over node:net, for Bun (where the native `zeromq`
+ * module aborts) and Deno (where it needs --allow-ffi). No maintained pure-JS ZeroMQ-over-TCP client covers Node, Bun
+ * and Deno, so this implements just what the KV-event ingest needs, with libzmq's behaviour where it matters:
+ * connect reconnects with backoff until closed, bind accepts any number of peers, SUB sends subscriptions as
+ * 0x01-prefixed messages (what every ZMTP 3.x publisher, libzmq 4.3 included, accepts) and filters by prefix itself
+ * too, and a full receive queue stops reading the sockets (TCP pushes back, the publisher drops at its own
+ * high-water mark, the subscriber sees a sequence gap) — nothing is dropped here and memory stays bounded.
+ */
+import { connect as tcpConnect, createServer, type Server, type Socket } from "node:net";
+import { KvgateError } from "../core/errors.ts";
+import { ZmtpConnection, type ZmtpSocketType } from "./zmtp-connection.ts";
+import { ZmtpError, type ZmtpLimits } from "./zmtp-codec.ts";
+import { ReceiveQueue } from "./zmtp-queue.ts";
+import type { DealerSocket, DealerSocketOptions, SocketEvents, SubSocket, SubSocketOptions, ZmqSockets } from "./zmq-sockets.ts";
+
+export interface ZmtpOptions extends SocketEvents, Partial<ZmtpLimits> {
+  reconnectIntervalMs?: number;
+  reconnectMaxIntervalMs?: number;
+  /** Messages queued before reading stops. Default 1,000. */
+  receiveHighWaterMark?: number;
+  /** Bytes queued before reading stops. Default 64 MiB. */
+  receiveHighWaterBytes?: number;
+  handshakeTimeoutMs?: number;
+  /** PING a ZMTP 3.1 peer this often (a silent dead host is then noticed and reconnected); 0 = off. Default 0. */
+  heartbeatIntervalMs?: number;
+  /** Close when nothing arrived for this long while heartbeating. Default 3 × the interval. */
+  heartbeatTimeoutMs?: number;
+  maxWriteBufferBytes?: number;
+}
+
+/** Connections, errors and queue state of one socket. */
+export interface ZmtpCounters {
+  /** Handshakes completed. */
+  connects: number;
+  /** Connections lost after their handshake. */
+  disconnects: number;
+  /** TCP connects that failed (peer not up yet) or dropped before the handshake finished. */
+  connectFailures: number;
+  /** Connections closed because the peer broke ZMTP (garbage, oversized frames, wrong socket type, …). */
+  protocolErrors: number;
+  /** Times reading stopped because the receive queue was full. */
+  pauses: number;
+  /** Messages whose topic matched no subscription (a publisher that does not filter). */
+  filtered: number;
+  lastError: string | undefined;
+}
+
+interface Target {
+  host: string;
+  port: number;
+}
+
+/** `tcp://host:port` (host may be `[v6]`, port `*` when binding). */
+export function parseTcpEndpoint(endpoint: string, binding: boolean): Target {
+  const m = /^tcp:\/\/(\[[^\]]+\]|[^:/\s]+):(\d{1,5}|\*)$/.exec(endpoint);
+  if (!m) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `ZeroMQ endpoint ${JSON.stringify(endpoint)} is not tcp://host:port (kvgate's ZMTP client speaks TCP only)`);
+  const host = m[1]!.replace(/^\[|\]$/g, "");
+  if (m[2] === "*" && !binding) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `cannot connect to port * in ${endpoint}`);
+  const port = m[2] === "*" ? 0 : Number(m[2]);
+  if (port > 65535) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `port out of range in ${endpoint}`);
+  if (host === "*" && !binding) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `cannot connect to host * in ${endpoint}`);
+  return { host: host === "*" ? "0.0.0.0" : host, port };
+}
+
+const closedError = (): KvgateError => new KvgateError("KVGATE_ERR_STATE", "ZeroMQ socket closed");
+
+abstract class ZmtpSocket {
+  readonly counters: ZmtpCounters = { connects: 0, disconnects: 0, connectFailures: 0, protocolErrors: 0, pauses: 0, filtered: 0, lastError: undefined };
+  /** The last bound endpoint with its real port (after bind to port *). */
+  lastEndpoint: string | undefined;
+  readonly #connections = new Set<ZmtpConnection>();
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  readonly #servers: Server[] = [];
+  protected readonly queue: ReceiveQueue;
+  #closed = false;
+
+  constructor(readonly type: ZmtpSocketType, readonly options: ZmtpOptions) {
+    this.queue = new ReceiveQueue(options.receiveHighWaterMark ?? 1_000, options.receiveHighWaterBytes ?? 64 * 1024 * 1024,
+      () => this.#resumeAll());
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Connections whose handshake is done. */
+  protected ready(): ZmtpConnection[] {
+    return [...this.#connections].filter((c) => c.ready);
+  }
+
+  connect(endpoint: string): void {
+    if (this.#closed) throw closedError();
+    const target = parseTcpEndpoint(endpoint, false);
+    const base = this.options.reconnectIntervalMs ?? 100;
+    const max = Math.max(base, this.options.reconnectMaxIntervalMs ?? 5_000);
+    let wait = base;
+    const dial = (): void => {
+      if (this.#closed) return;
+      const sock = tcpConnect({ host: target.host, port: target.port });
+      this.#open(sock, () => (wait = base), () => {
+        if (this.#closed) return;
+        const t = setTimeout(() => {
+          this.#timers.delete(t);
+          dial();
+        }, wait);
+        this.#timers.add(t);
+        wait = Math.min(max, wait * 2);
+      });
+    };
+    dial();
+  }
+
+  async bind(endpoint: string): Promise<void> {
+    if (this.#closed) throw closedError();
+    const target = parseTcpEndpoint(endpoint, true);
+    const server = createServer((sock) => this.#open(sock, () => {}, () => {}));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: target.host, port: target.port }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    // A socket closed while binding must not keep listening.
+    if (this.#closed) {
+      server.close();
+      throw closedError();
+    }
+    this.#servers.push(server);
+    const addr = server.address();
+    const port = typeof addr === "object" && addr ? addr.port : target.port;
+    this.lastEndpoint = endpoint.replace(/:(\d+|\*)$/, `:${port}`);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    for (const s of this.#servers) s.close();
+    for (const c of [...this.#connections]) c.close();
+    this.queue.close(closedError());
+  }
+
+  /** Sent on every new connection once it is ready (SUB: the subscriptions). */
+  protected abstract greet(c: ZmtpConnection): void;
+
+  /** Whether a message from a peer is kept (SUB: topic filter). */
+  protected abstract accepts(frames: Uint8Array[]): boolean;
+
+  #open(sock: Socket, onReady: () => void, onGone: () => void): void {
+    const o = this.options;
+    const interval = o.heartbeatIntervalMs ?? 0;
+    let up = false;
+    const conn = new ZmtpConnection(sock, {
+      socketType: this.type,
+      limits: { maxMessageBytes: o.maxMessageBytes ?? 64 * 1024 * 1024, maxFrames: o.maxFrames ?? 64, maxCommandBytes: o.maxCommandBytes ?? 64 * 1024 },
+      handshakeTimeoutMs: o.handshakeTimeoutMs ?? 30_000,
+      heartbeatIntervalMs: interval,
+      heartbeatTimeoutMs: o.heartbeatTimeoutMs ?? interval * 3,
+      maxWriteBufferBytes: o.maxWriteBufferBytes ?? 1024 * 1024,
+    }, {
+      ready: (c) => {
+        up = true;
+        this.counters.connects++;
+        onReady();
+        this.greet(c);
+        o.onConnect?.();
+      },
+      message: (c, frames) => {
+        if (!this.accepts(frames)) {
+          this.counters.filtered++;
+          return true;
+        }
+        if (this.queue.push(frames)) return true;
+        this.counters.pauses++;
+        return false;
+      },
+      closed: (c, error) => {
+        this.#connections.delete(c);
+        if (up) {
+          this.counters.disconnects++;
+          o.onDisconnect?.();
+        } else this.counters.connectFailures++;
+        if (error instanceof ZmtpError) {
+          this.counters.protocolErrors++;
+          this.counters.lastError = error.message;
+          o.onError?.(error);
+        } else if (error) this.counters.lastError = error.message;
+        onGone();
+      },
+    });
+    this.#connections.add(conn);
+  }
+
+  #resumeAll(): void {
+    for (const c of this.#connections) c.resume();
+  }
+}
+
+class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
+  readonly #topics: Uint8Array[] = [];
+
+  constructor(options: ZmtpOptions) {
+    super("SUB", options);
+  }
+
+  subscribe(prefix: string): void {
+    const topic = new TextEncoder().encode(prefix);
+    this.#topics.push(topic);
+    for (const c of this.ready()) this.#sendSubscription(c, topic);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array[]> {
+    for (;;) {
+      let frames: Uint8Array[];
+      try {
+        frames = await this.queue.shift();
+      } catch (e) {
+        if (this.closed) return;
+        throw e;
+      }
+      yield frames;
+    }
+  }
+
+  protected greet(c: ZmtpConnection): void {
+    for (const t of this.#topics) this.#sendSubscription(c, t);
+  }
+
+  protected accepts(frames: Uint8Array[]): boolean {
+    const first = frames[0]!;
+    return this.#topics.some((t) => t.length <= first.length && t.every((b, i) => first[i] === b));
+  }
+
+  #sendSubscription(c: ZmtpConnection, topic: Uint8Array): void {
+    const msg = new Uint8Array(topic.length + 1);
+    msg[0] = 1;
+    msg.set(topic, 1);
+    c.send([msg]);
+  }
+}
+
+class ZmtpDealer extends ZmtpSocket implements DealerSocket {
+  #next = 0;
+  readonly #waiting = new Set<() => void>();
+
+  constructor(readonly timeoutMs: number, options: ZmtpOptions) {
+    super("DEALER", options);
+  }
+
+  /** Round-robin over ready peers, waiting up to the timeout for one (libzmq's DEALER blocks the same way). */
+  async send(frames: Uint8Array[]): Promise<void> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      if (this.closed) throw closedError();
+      const peers = this.ready();
+      if (peers.length > 0 && peers[this.#next++ % peers.length]!.send(frames)) return;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new KvgateError("KVGATE_ERR_UPSTREAM_TIMEOUT", `no ZeroMQ peer to send to within ${this.timeoutMs} ms`);
+      // Woken by a handshake (greet) or close; the short timer also covers a ready peer whose write was refused.
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(t);
+          this.#waiting.delete(done);
+          resolve();
+        };
+        const t = setTimeout(done, Math.min(left, 50));
+        this.#waiting.add(done);
+      });
+    }
+  }
+
+  receive(): Promise<Uint8Array[]> {
+    return this.queue.shift(this.timeoutMs);
+  }
+
+  override close(): void {
+    super.close();
+    this.#wake();
+  }
+
+  protected greet(): void {
+    this.#wake();
+  }
+
+  protected accepts(): boolean {
+    return true;
+  }
+
+  #wake(): void {
+    for (const w of [...this.#waiting]) w();
+    this.#waiting.clear();
+  }
+}
+
+/** A SUB socket of kvgate's ZMTP client, with its counters. */
+export function zmtpSubscriber(options: ZmtpOptions = {}): SubSocket & { readonly counters: ZmtpCounters; readonly lastEndpoint: string | undefined } {
+  return new ZmtpSubscriber(options);
+}
+
+export function zmtpDealer(timeoutMs: number, options: ZmtpOptions = {}): DealerSocket & { readonly counters: ZmtpCounters } {
+  return new ZmtpDealer(timeoutMs, options);
+}
+
+/** kvgate's ZMTP client behind the socket interface, with defaults for engine KV events. */
+export function zmtpSockets(defaults: ZmtpOptions = {}): ZmqSockets {
+  return {
+    name: "zmtp",
+    subscriber: (o: SubSocketOptions) => zmtpSubscriber({ ...defaults, ...definedOnly(o) }),
+    dealer: (o: DealerSocketOptions) => zmtpDealer(o.timeoutMs, { ...defaults, ...definedOnly(o) }),
+  };
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
