@@ -1,7 +1,4 @@
-/**
- * @module Serves the gateway on Deno: `deno run --allow-net --allow-read --allow-env src/runtime/deno.ts [options]`
- * (add --allow-ffi for workers with a zmq_endpoint).
- */
+/** @module Serves the gateway on Deno: `deno run --allow-net --allow-read --allow-env src/runtime/deno.ts [options]`. */
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
 
 declare const Deno: {
@@ -21,8 +18,8 @@ const out = (t: string): void => void Deno.stdout.writeSync(encoder.encode(t));
 try {
   const boot = await bootGateway({
     argv: Deno.args, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFile(p), write: out, runtime: "Deno",
-    // The npm `zeromq` native module loads on Deno 2.9 (needs --allow-ffi); only imported when a worker has a zmq_endpoint.
-    kvEventTransport: async (hub) => new (await import("./zmq-subscriber.ts")).ZmqKvEventSubscriber(hub.index, { hub }),
+    // kvgate's own ZMTP client over node:net: the native `zeromq` module would need --allow-ffi.
+    kvEventTransport: async (hub) => (await import("./zmq-subscriber.ts")).zmtpTransport(hub),
   });
   if (boot.kind === "gateway") {
     const { gateway, config } = boot;

@@ -13,6 +13,7 @@ import { KvEventHub, type IngestTotals, type StreamStatus } from "../events/kv-e
 import type { KvEventStream, KvEventStreamOptions } from "../events/kv-event-stream.ts";
 import { ZmqReplayClient } from "./zmq-replay-client.ts";
 import { loadNativeSockets, type SubSocket, type ZmqSockets } from "./zmq-sockets.ts";
+import { zmtpSockets } from "./zmtp-sockets.ts";
 
 export interface EngineEventEndpoint extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
   /** The engine's KV-event PUB endpoint for rank 0 as this process reaches it, e.g. `tcp://10.0.0.5:5557`. */
@@ -160,4 +161,12 @@ export class ZmqKvEventSubscriber {
       }
     }
   }
+}
+
+/**
+ * The gateway's ZeroMQ transport over kvgate's own ZMTP client (Bun, Deno). Heartbeats on: a publisher host that
+ * vanished without closing TCP is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
+ */
+export async function zmtpTransport(hub: KvEventHub): Promise<ZmqKvEventSubscriber> {
+  return new ZmqKvEventSubscriber(hub.index, { hub, sockets: zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) });
 }

