@@ -38,6 +38,15 @@ export interface ZmtpConnectionHandlers {
   closed(c: ZmtpConnection, error: Error | undefined): void;
 }
 
+/** Heartbeat and command traffic, for diagnostics and tests. */
+export interface CommandStats {
+  pingsAnswered: number;
+  pongsReceived: number;
+  pingsSent: number;
+ /** Commands kvgate does not use (SUBSCRIBE/CANCEL, newer ones), ignored. */
+  unknownCommands: number;
+}
+
 type Phase = "greeting" | "handshake" | "ready" | "closed";
 
 export class ZmtpConnection {
@@ -51,10 +60,10 @@ export class ZmtpConnection {
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
   #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
   readonly #decoder: ZmtpDecoder;
-  /** PINGs answered, PONGs received, unknown commands ignored: for tests and diagnostics. */
-  readonly stats = { pingsAnswered: 0, pongsReceived: 0, pingsSent: 0, unknownCommands: 0 };
 
-  constructor(readonly socket: Socket, readonly options: ZmtpConnectionOptions, private readonly handlers: ZmtpConnectionHandlers) {
+  /** `stats` is the owning socket's, shared by its connections. */
+  constructor(readonly socket: Socket, readonly options: ZmtpConnectionOptions, private readonly handlers: ZmtpConnectionHandlers,
+    readonly stats: CommandStats = { pingsAnswered: 0, pongsReceived: 0, pingsSent: 0, unknownCommands: 0 }) {
     this.#decoder = new ZmtpDecoder(options.limits);
     socket.setNoDelay(true);
     socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));

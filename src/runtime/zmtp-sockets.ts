@@ -9,7 +9,7 @@
  */
 import { connect as tcpConnect, createServer, type Server, type Socket } from "node:net";
 import { KvgateError } from "../core/errors.ts";
-import { ZmtpConnection, type ZmtpSocketType } from "./zmtp-connection.ts";
+import { ZmtpConnection, type CommandStats, type ZmtpSocketType } from "./zmtp-connection.ts";
 import { ZmtpError, type ZmtpLimits } from "./zmtp-codec.ts";
 import { ReceiveQueue } from "./zmtp-queue.ts";
 import type { DealerSocket, DealerSocketOptions, SocketEvents, SubSocket, SubSocketOptions, ZmqSockets } from "./zmq-sockets.ts";
@@ -30,7 +30,7 @@ export interface ZmtpOptions extends SocketEvents, Partial<ZmtpLimits> {
 }
 
 /** Connections, errors and queue state of one socket. */
-export interface ZmtpCounters {
+export interface ZmtpCounters extends CommandStats {
   /** Handshakes completed. */
   connects: number;
   /** Connections lost after their handshake. */
@@ -66,7 +66,10 @@ export function parseTcpEndpoint(endpoint: string, binding: boolean): Target {
 const closedError = (): KvgateError => new KvgateError("KVGATE_ERR_STATE", "ZeroMQ socket closed");
 
 abstract class ZmtpSocket {
-  readonly counters: ZmtpCounters = { connects: 0, disconnects: 0, connectFailures: 0, protocolErrors: 0, pauses: 0, filtered: 0, lastError: undefined };
+  readonly counters: ZmtpCounters = {
+    connects: 0, disconnects: 0, connectFailures: 0, protocolErrors: 0, pauses: 0, filtered: 0, lastError: undefined,
+    pingsAnswered: 0, pongsReceived: 0, pingsSent: 0, unknownCommands: 0,
+  };
   /** The last bound endpoint with its real port (after bind to port *). */
   lastEndpoint: string | undefined;
   readonly #connections = new Set<ZmtpConnection>();
@@ -82,6 +85,11 @@ abstract class ZmtpSocket {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** What the receive queue holds now. */
+  get queued(): { messages: number; bytes: number } {
+    return { messages: this.queue.length, bytes: this.queue.bytes };
   }
 
   /** Connections whose handshake is done. */
@@ -190,7 +198,7 @@ abstract class ZmtpSocket {
         } else if (error) this.counters.lastError = error.message;
         onGone();
       },
-    });
+    }, this.counters);
     this.#connections.add(conn);
   }
 
@@ -296,11 +304,17 @@ class ZmtpDealer extends ZmtpSocket implements DealerSocket {
 }
 
 /** A SUB socket of kvgate's ZMTP client, with its counters. */
-export function zmtpSubscriber(options: ZmtpOptions = {}): SubSocket & { readonly counters: ZmtpCounters; readonly lastEndpoint: string | undefined } {
+export interface ZmtpSocketState {
+  readonly counters: ZmtpCounters;
+  readonly lastEndpoint: string | undefined;
+  readonly queued: { messages: number; bytes: number };
+}
+
+export function zmtpSubscriber(options: ZmtpOptions = {}): SubSocket & ZmtpSocketState {
   return new ZmtpSubscriber(options);
 }
 
-export function zmtpDealer(timeoutMs: number, options: ZmtpOptions = {}): DealerSocket & { readonly counters: ZmtpCounters } {
+export function zmtpDealer(timeoutMs: number, options: ZmtpOptions = {}): DealerSocket & ZmtpSocketState {
   return new ZmtpDealer(timeoutMs, options);
 }
 

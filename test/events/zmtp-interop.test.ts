@@ -1,0 +1,245 @@
+/**
+ * @module kvgate's ZMTP client against real libzmq 4.3 (the npm `zeromq` module) on loopback: a PUB sending
+ * [topic, seq, payload] messages with short and long frames, a ROUTER replay server, a PUB restarting on the same
+ * port, a subscriber too slow to keep up, heartbeats — and the KV-event subscriber on this transport end to end.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Publisher, Router, XPublisher } from "zeromq";
+import { createKvIndex } from "../../src/core/create-kv-index.ts";
+import { encodeSeq, readSeq } from "../../src/events/zmq-frames.ts";
+import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
+import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { ZmqReplayClient } from "../../src/runtime/zmq-replay-client.ts";
+import { zmtpDealer, zmtpSockets, zmtpSubscriber, type ZmtpOptions } from "../../src/runtime/zmtp-sockets.ts";
+import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
+import { TestEngine } from "./zmq-engine.ts";
+import { eventually } from "./zmtp-peer.ts";
+
+const cleanup: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+function sub(opts: ZmtpOptions = {}) {
+  const s = zmtpSubscriber({ reconnectIntervalMs: 5, reconnectMaxIntervalMs: 20, ...opts });
+  cleanup.push(() => s.close());
+  return s;
+}
+
+async function pub(endpoint = "tcp://127.0.0.1:*"): Promise<Publisher> {
+  const p = new Publisher({ linger: 0, sendHighWaterMark: 1_000_000 });
+  await p.bind(endpoint);
+  cleanup.push(() => p.close());
+  return p;
+}
+
+/** Reads a socket's messages, skipping the [topic, "probe"] messages `probe` publishes. */
+class Reader {
+  readonly #it: AsyncIterator<Uint8Array[]>;
+
+  constructor(s: AsyncIterable<Uint8Array[]>) {
+    this.#it = s[Symbol.asyncIterator]();
+  }
+
+  /** Publishes a probe until one arrives: a plain PUB cannot tell when a subscription reached it. */
+  async probe(p: Publisher, topic: string): Promise<void> {
+    let got = false;
+    const first = this.#raw().then(() => (got = true));
+    while (!got) {
+      await p.send([topic, "probe"]);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await first;
+  }
+
+  /** The next `n` messages that are not probes. */
+  async take(n: number): Promise<Uint8Array[][]> {
+    const out: Uint8Array[][] = [];
+    while (out.length < n) {
+      const m = await this.#raw();
+      if (!(m.length === 2 && Buffer.from(m[1]!).toString() === "probe")) out.push(m);
+    }
+    return out;
+  }
+
+  async #raw(): Promise<Uint8Array[]> {
+    const r = await this.#it.next();
+    if (r.done) throw new Error("socket closed");
+    return r.value;
+  }
+}
+
+/** A payload of `size` bytes whose content depends on `i`. */
+function payload(i: number, size: number): Uint8Array {
+  const b = new Uint8Array(size);
+  for (let k = 0; k < size; k++) b[k] = (i * 31 + k) & 0xff;
+  return b;
+}
+
+const sizes = (i: number): number => [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!;
+
+describe("ZMTP SUB ← libzmq PUB", () => {
+  it("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames", async () => {
+    const p = await pub();
+    const s = sub();
+    s.subscribe("kv@pod-a");
+    s.connect(p.lastEndpoint!);
+    const r = new Reader(s);
+    await r.probe(p, "kv@pod-a");
+    const N = 3_000;
+    const sending = (async () => {
+      for (let i = 0; i < N; i++) {
+        await p.send(["kv@pod-b@m", encodeSeq(i), payload(i, 10)]);
+        await p.send(["kv@pod-a@m", encodeSeq(i), payload(i, sizes(i))]);
+      }
+    })();
+    const got = await r.take(N);
+    await sending;
+    got.forEach((m, i) => {
+      expect(m.length).toBe(3);
+      expect(Buffer.from(m[0]!).toString()).toBe("kv@pod-a@m");
+      expect(readSeq(m[1])).toBe(i);
+      // Buffer.equals: toEqual walks a 70 kB array element by element, far too slowly for thousands of them.
+      expect(Buffer.from(m[2]!).equals(payload(i, sizes(i))), `payload of seq ${i}`).toBe(true);
+    });
+    // libzmq filtered at the publisher (it applied the 0x01 subscription); nothing reached the local filter.
+    expect(s.counters).toMatchObject({ connects: 1, protocolErrors: 0, filtered: 0 });
+  });
+
+  it("should send the subscription libzmq's XPUB reads as 0x01 + prefix", async () => {
+    const x = new XPublisher({ linger: 0 });
+    await x.bind("tcp://127.0.0.1:*");
+    cleanup.push(() => x.close());
+    const s = sub();
+    s.subscribe("kv@");
+    s.connect(x.lastEndpoint!);
+    const [msg] = await x.receive();
+    expect(Buffer.from(msg!).toString("latin1")).toBe("\x01kv@");
+  });
+
+  it("should wait for a publisher that is not up yet, and reconnect when it restarts on the same port", async () => {
+    const first = await pub();
+    const endpoint = first.lastEndpoint!;
+    first.close();
+    const s = sub();
+    s.subscribe("");
+    s.connect(endpoint);
+    await eventually(() => s.counters.connectFailures >= 2, "refused connects");
+    const r = new Reader(s);
+    const p1 = await pub(endpoint);
+    await r.probe(p1, "t");
+    await p1.send(["t", "one"]);
+    expect((await r.take(1))[0]!.map((f) => Buffer.from(f).toString())).toEqual(["t", "one"]);
+    p1.close();
+    await eventually(() => s.counters.disconnects === 1, "the disconnect");
+    const p2 = await pub(endpoint);
+    await r.probe(p2, "t");
+    await p2.send(["t", "two"]);
+    expect((await r.take(1))[0]!.map((f) => Buffer.from(f).toString())).toEqual(["t", "two"]);
+    expect(s.counters).toMatchObject({ connects: 2, disconnects: 1, protocolErrors: 0 });
+  });
+
+  it("should stop reading when its queue is full and lose nothing the publisher kept", async () => {
+    const p = await pub();
+    const s = sub({ receiveHighWaterMark: 16 });
+    s.subscribe("");
+    s.connect(p.lastEndpoint!);
+    const r = new Reader(s);
+    await r.probe(p, "t");
+    const N = 2_000;
+    for (let i = 0; i < N; i++) await p.send(["t", encodeSeq(i), payload(i, 300)]);
+    await eventually(() => s.counters.pauses >= 1, "the queue to fill");
+    // Nothing decoded past the mark: the rest waits in the kernel and in libzmq's queue.
+    expect(s.queued.messages).toBeLessThanOrEqual(16);
+    const got = await r.take(N);
+    expect(got.map((m) => readSeq(m[1]))).toEqual(Array.from({ length: N }, (_, i) => i));
+    expect(s.counters.pauses).toBeGreaterThanOrEqual(1);
+  });
+
+  it("should heartbeat a ZMTP 3.1 libzmq peer, which answers every PING", async () => {
+    const p = await pub();
+    const s = sub({ heartbeatIntervalMs: 5, heartbeatTimeoutMs: 10_000 });
+    s.subscribe("");
+    s.connect(p.lastEndpoint!);
+    await eventually(() => s.counters.pongsReceived >= 3, "three PONGs");
+    expect(s.counters).toMatchObject({ connects: 1, disconnects: 0, protocolErrors: 0 });
+  });
+});
+
+describe("ZMTP DEALER ↔ libzmq ROUTER", () => {
+  it("should round-trip [b'', seq] requests and multi-frame replies, short and long", async () => {
+    const router = new Router({ linger: 0 });
+    await router.bind("tcp://127.0.0.1:*");
+    cleanup.push(() => router.close());
+    const seen: Buffer[][] = [];
+    void (async () => {
+      for await (const [id, ...rest] of router) {
+        seen.push(rest);
+        await router.send([id!, "", "kv@t", rest[1]!, Buffer.alloc(4000, 9)]);
+        await router.send([id!, "", "end"]);
+      }
+    })().catch(() => undefined);
+    const d = zmtpDealer(5_000);
+    cleanup.push(() => d.close());
+    d.connect(router.lastEndpoint!);
+    await d.send([new Uint8Array(0), encodeSeq(42)]);
+    const r1 = await d.receive();
+    const r2 = await d.receive();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.map((f) => f.length)).toEqual([0, 8]);
+    expect(readSeq(seen[0]![1])).toBe(42);
+    expect(r1.map((f) => f.length)).toEqual([0, 4, 8, 4000]);
+    expect(readSeq(r1[2])).toBe(42);
+    expect(r2.map((f) => Buffer.from(f).toString())).toEqual(["", "end"]);
+    expect(d.counters).toMatchObject({ connects: 1, protocolErrors: 0 });
+  });
+
+  it("should replay from the engine's ROUTER through ZmqReplayClient, with and without the topic frame", async () => {
+    const engine = await TestEngine.start({ replay: true, topic: "kv@x" });
+    cleanup.push(() => engine.close());
+    for (let q = 0; q < 5; q++) engine.buffer.set(q, payload(q, q === 3 ? 5_000 : 20));
+    const client = new ZmqReplayClient(engine.replayEndpoint!, { sockets: zmtpSockets(), timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    for (const withTopic of [true, false]) {
+      engine.replayWithTopic = withTopic;
+      const got: number[] = [];
+      for await (const f of client.replay(2)) {
+        expect(Buffer.from(f.payload).equals(payload(f.seq, f.seq === 3 ? 5_000 : 20))).toBe(true);
+        got.push(f.seq);
+      }
+      expect(got).toEqual([2, 3, 4]);
+    }
+    expect(engine.requests).toEqual([2, 2]);
+  });
+
+  it("should time out a send when no ROUTER is up, and a receive when it never answers", async () => {
+    const engine = await TestEngine.start({ replay: true });
+    cleanup.push(() => engine.close());
+    engine.replayMode = "silent";
+    const silent = new ZmqReplayClient(engine.replayEndpoint!, { sockets: zmtpSockets(), timeoutMs: 50 });
+    await expect(silent.replay(0).next()).rejects.toThrow(/replay from .* no ZeroMQ message within 50 ms/);
+    const nobody = new ZmqReplayClient("tcp://127.0.0.1:1", { sockets: zmtpSockets({ reconnectIntervalMs: 5 }), timeoutMs: 50 });
+    await expect(nobody.replay(0).next()).rejects.toThrow(/replay request .* no ZeroMQ peer to send to within 50 ms/);
+  });
+});
+
+describe("ZmqKvEventSubscriber over the ZMTP client", () => {
+  it("should apply the captured vLLM BlockStored from a libzmq publisher: 25/25 blocks", async () => {
+    const capture = loadCapture();
+    const index = await createKvIndex({ maxSlots: 8, capacity: 4096 });
+    const engine = await TestEngine.start({ topic: "kv@pod-0@Qwen/Qwen3-0.6B", replay: true });
+    cleanup.push(() => engine.close());
+    const kv = new ZmqKvEventSubscriber(index, { sockets: zmtpSockets() });
+    cleanup.push(() => kv.close());
+    const [stream] = (await kv.attach({ worker: "w", endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, blockSize: 16, topic: "kv@" })) as [KvEventStream];
+    await engine.subscribed();
+    await engine.publish(0, vllmBatch([captureStored(capture, { blocks: 10 })], "map"));
+    await engine.publish(1, vllmBatch([captureStored(capture, { from: 10, blocks: 5 })]), { lose: true });
+    await engine.publish(2, vllmBatch([captureStored(capture, { from: 15 })]));
+    await until(() => stream.lastSeq === 2 && stream.phase === "live", "seq 2 after the replay");
+    await stream.settled();
+    expect(index.findMatches(capture.tokens, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 25, treeSize: 25 }]);
+    expect(engine.requests).toEqual([1]);
+    expect(kv.counters()).toMatchObject({ connects: 1, protocolErrors: 0, socketErrors: 0, gaps: 1, corruptFrames: 0 });
+  });
+});
