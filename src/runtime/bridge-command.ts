@@ -5,6 +5,8 @@
 import { parseFlags } from "../cli/flags.ts";
 import { KvgateError } from "../core/errors.ts";
 import { KvBridge, type BridgeStats } from "./bridge.ts";
+import type { ZmqSockets } from "./zmq-sockets.ts";
+import { zmtpSockets } from "./zmtp-sockets.ts";
 
 export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL --token T [options]
   Subscribes to an engine's KV-event socket (vLLM/SGLang --kv-events-config endpoint) and forwards every
@@ -65,7 +67,8 @@ function statsLine(s: BridgeStats): string {
 }
 
 /** Builds the bridge from argv and the environment; "help" when asked for. */
-export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>, log: (line: string) => void): KvBridge | "help" {
+export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>, log: (line: string) => void,
+  sockets?: ZmqSockets): KvBridge | "help" {
   const { flags, positional } = parseFlags(args, SPEC);
   if (flags.help || positional.includes("help")) return "help";
   if (positional.length > 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unexpected argument ${JSON.stringify(positional[0])}`);
@@ -80,7 +83,7 @@ export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<str
   if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--worker is required when the endpoint has no host");
   return new KvBridge({
     zmq, replay: flags.replay as string | undefined, topic: flags.topic as string | undefined, bind: flags.bind === true,
-    receiveHighWaterMark: intFlag(flags, "hwm", 1), log,
+    receiveHighWaterMark: intFlag(flags, "hwm", 1), log, sockets,
     sender: {
       url: ingestUrl(to), token, worker, dpRank: intFlag(flags, "dp-rank", 0), maxBatchFrames: intFlag(flags, "batch-frames", 1),
       maxBatchBytes: intFlag(flags, "batch-bytes", 1024), flushMs: intFlag(flags, "flush-ms", 0), maxQueueFrames: intFlag(flags, "queue-frames", 1),
@@ -92,7 +95,9 @@ export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<str
 /** Entry for the CLI dispatcher: runs until SIGINT or SIGTERM. */
 export async function runBridgeCommandOnNode(args: readonly string[]): Promise<number> {
   const log = (line: string): void => void process.stderr.write(`kvgate bridge: ${line}\n`);
-  const bridge = bridgeFromArgs(args, process.env, log);
+  // The native zeromq module aborts Bun and needs --allow-ffi on Deno: kvgate's own ZMTP client there.
+  const portable = "Bun" in globalThis || "Deno" in globalThis;
+  const bridge = bridgeFromArgs(args, process.env, log, portable ? zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) : undefined);
   if (bridge === "help") {
     process.stdout.write(BRIDGE_HELP);
     return 0;

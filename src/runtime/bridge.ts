@@ -8,13 +8,14 @@
  * jump in the live sequence (ZeroMQ dropped messages at its high-water mark while the bridge was held back, or the
  * network blipped) it asks the engine's replay ROUTER for the missing batches and sends them first, in order; on
  * start it asks the router where the stream stands and replays from there. What replay cannot supply reaches the
- * router as a gap, which marks the worker cold. Node/Deno only (native `zeromq`).
+ * router as a gap, which marks the worker cold. The sockets come from a ZmqSockets implementation: the native
+ * `zeromq` module by default (Node), kvgate's ZMTP client elsewhere (Bun, Deno).
  */
-import { Subscriber } from "zeromq";
 import { endpointForRank } from "../events/dp-endpoint.ts";
 import { encodeSeq, plainFrames, readSeq } from "../events/zmq-frames.ts";
 import { BridgeSender, type BridgeSenderOptions, type BridgeSenderStats } from "./bridge-sender.ts";
 import { ZmqReplayClient } from "./zmq-replay-client.ts";
+import { loadNativeSockets, type SubSocket, type ZmqSockets } from "./zmq-sockets.ts";
 
 export interface BridgeOptions {
   /** The engine's KV-event PUB endpoint for dp rank 0 (offset by dpRank as vLLM does). */
@@ -27,6 +28,8 @@ export interface BridgeOptions {
   /** Messages ZeroMQ holds for the bridge while it is not reading. Default 10,000. */
   receiveHighWaterMark?: number;
   replayTimeoutMs?: number;
+  /** The ZeroMQ implementation; default the native `zeromq` module (Node only). */
+  sockets?: ZmqSockets;
   sender: BridgeSenderOptions;
   log?: (line: string) => void;
 }
@@ -50,7 +53,7 @@ export interface BridgeStats extends BridgeSenderStats {
 export class KvBridge {
   readonly sender: BridgeSender;
   readonly #stats = { received: 0, malformed: 0, gaps: 0, replayed: 0, replayFailures: 0, lost: 0, restarts: 0 };
-  readonly #sock: Subscriber;
+  #sock: SubSocket | undefined;
   readonly #replay: ZmqReplayClient | undefined;
   readonly #endpoint: string;
   #last = -1;
@@ -61,9 +64,10 @@ export class KvBridge {
   constructor(readonly options: BridgeOptions) {
     const rank = options.sender.dpRank ?? 0;
     this.#endpoint = endpointForRank(options.zmq, rank);
-    this.#replay = options.replay ? new ZmqReplayClient(endpointForRank(options.replay, rank), { timeoutMs: options.replayTimeoutMs }) : undefined;
+    this.#replay = options.replay
+      ? new ZmqReplayClient(endpointForRank(options.replay, rank), { timeoutMs: options.replayTimeoutMs, sockets: options.sockets })
+      : undefined;
     this.sender = new BridgeSender({ log: options.log, ...options.sender });
-    this.#sock = new Subscriber({ linger: 0, receiveHighWaterMark: options.receiveHighWaterMark ?? 10_000, reconnectInterval: 100, reconnectMaxInterval: 5_000 });
   }
 
   get stats(): BridgeStats {
@@ -74,16 +78,19 @@ export class KvBridge {
   async start(): Promise<void> {
     this.#routerLast = await this.sender.hello();
     if (this.#stopping) return;
-    this.#sock.subscribe(this.options.topic ?? "");
-    if (this.options.bind) await this.#sock.bind(this.#endpoint);
-    else this.#sock.connect(this.#endpoint);
-    this.#loop = this.#receive();
+    const sockets = this.options.sockets ?? (await loadNativeSockets());
+    if (this.#stopping) return;
+    const sock = (this.#sock = sockets.subscriber({ receiveHighWaterMark: this.options.receiveHighWaterMark ?? 10_000, reconnectIntervalMs: 100, reconnectMaxIntervalMs: 5_000 }));
+    sock.subscribe(this.options.topic ?? "");
+    if (this.options.bind) await sock.bind(this.#endpoint);
+    else sock.connect(this.#endpoint);
+    this.#loop = this.#receive(sock);
   }
 
   /** Stops reading, forwards what is queued (up to `timeoutMs`), closes the sockets. */
   async stop(timeoutMs = 5_000): Promise<void> {
     this.#stopping = true;
-    if (!this.#sock.closed) this.#sock.close();
+    if (this.#sock && !this.#sock.closed) this.#sock.close();
     this.#replay?.close();
     // The receive loop may be waiting for room in a full queue (router down): closing the sender releases it.
     await Promise.race([this.#loop, new Promise((r) => setTimeout(r, 200))]);
@@ -91,10 +98,10 @@ export class KvBridge {
     await this.#loop;
   }
 
-  async #receive(): Promise<void> {
-    while (!this.#sock.closed) {
+  async #receive(sock: SubSocket): Promise<void> {
+    while (!sock.closed) {
       try {
-        for await (const raw of this.#sock) {
+        for await (const raw of sock) {
           this.#stats.received++;
           const frames = plainFrames(raw);
           const seq = frames.length === 3 ? readSeq(frames[1]) : -1;
@@ -107,7 +114,7 @@ export class KvBridge {
           this.#last = seq;
         }
       } catch (e) {
-        if (this.#sock.closed) return;
+        if (sock.closed) return;
         this.options.log?.(`receive error on ${this.#endpoint}: ${(e as Error).message}`);
         await new Promise((r) => setTimeout(r, 100));
       }

