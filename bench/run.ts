@@ -25,6 +25,10 @@ const BENCHES: Record<string, { about: string; load: () => Promise<BenchModule> 
     about: "prompt tokenization (Qwen3 precise and approximate) at 1k and 8k tokens",
     load: () => import("./tokenize.ts"),
   },
+  zmtp: {
+    about: "kvgate's ZMTP client vs the native zeromq module on Node: engine KV events received (and applied) per cycle",
+    load: () => import("./zmtp.ts"),
+  },
   gateway: {
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),
