@@ -69,8 +69,10 @@ export class ZmtpConnection {
     socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
     socket.on("error", (e: Error) => void (this.#error ??= e));
     socket.on("close", () => this.#finish());
-    this.#handshakeTimer = setTimeout(() => this.#fail(new ZmtpError("handshake-timeout", `no greeting and READY within ${options.handshakeTimeoutMs} ms`)),
-      options.handshakeTimeoutMs);
+    this.#handshakeTimer = setTimeout(() => this.#fail(socket.connecting
+      // A host that never answers the TCP connect is unreachable, not a peer breaking ZMTP.
+      ? new Error(`TCP connect not done within ${options.handshakeTimeoutMs} ms`)
+      : new ZmtpError("handshake-timeout", `no greeting and READY within ${options.handshakeTimeoutMs} ms`)), options.handshakeTimeoutMs);
     this.#write(encodeGreeting(1));
   }
 

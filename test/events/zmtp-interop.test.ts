@@ -156,6 +156,30 @@ describe("ZMTP SUB ← libzmq PUB", () => {
     expect(s.counters.pauses).toBeGreaterThanOrEqual(1);
   });
 
+  it("should bind and take messages from every libzmq publisher that connects (engine configured to connect)", async () => {
+    const s = sub();
+    s.subscribe("kv@");
+    await s.bind("tcp://127.0.0.1:*");
+    expect(s.lastEndpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+    const pubs = [new Publisher({ linger: 0 }), new Publisher({ linger: 0 })];
+    for (const p of pubs) {
+      cleanup.push(() => p.close());
+      p.connect(s.lastEndpoint!);
+    }
+    const r = new Reader(s);
+    for (const [i, p] of pubs.entries()) {
+      await r.probe(p, `kv@${i}`);
+      await p.send([`kv@${i}`, encodeSeq(i), payload(i, 300)]);
+      const [m] = await r.take(1);
+      expect(Buffer.from(m![0]!).toString()).toBe(`kv@${i}`);
+      expect(readSeq(m![1])).toBe(i);
+    }
+    expect(s.counters).toMatchObject({ connects: 2, protocolErrors: 0 });
+    // Closing releases the port: the same endpoint can be bound again at once.
+    s.close();
+    await sub().bind(s.lastEndpoint!);
+  });
+
   it("should heartbeat a ZMTP 3.1 libzmq peer, which answers every PING", async () => {
     const p = await pub();
     const s = sub({ heartbeatIntervalMs: 5, heartbeatTimeoutMs: 10_000 });
