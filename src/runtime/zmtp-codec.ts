@@ -159,6 +159,9 @@ export interface ZmtpLimits {
   maxCommandBytes: number;
 }
 
+/** Bytes allocated for a frame body before its bytes arrive. */
+const INITIAL_BODY = 64 * 1024;
+
 export interface DecodedFrame {
   command: boolean;
   more: boolean;
@@ -167,8 +170,9 @@ export interface DecodedFrame {
 
 /**
  * Bytes in, greeting then frames out, pulled one at a time so the caller can stop (backpressure) with the rest still
- * buffered. Each body is copied into its own exactly-sized array, allocated only after its length passed the limits:
- * a view into a read chunk would keep the whole chunk alive for as long as the message is queued.
+ * buffered. Each body is copied into its own exactly-sized array, allocated only after its length passed the limits
+ * and grown with the bytes actually received: a view into a read chunk would keep the whole chunk alive for as long
+ * as the message is queued.
  */
 export class ZmtpDecoder {
   readonly #chunks: Uint8Array[] = [];
@@ -177,6 +181,7 @@ export class ZmtpDecoder {
   #greeting: Uint8Array | undefined = new Uint8Array(GREETING_SIZE);
   #greetingFill = 0;
   #body: Uint8Array | undefined;
+  #bodySize = 0;
   #bodyFill = 0;
   #flags = 0;
   #messageBytes = 0;
@@ -226,12 +231,20 @@ export class ZmtpDecoder {
       this.#check(flags, size);
       this.#skip(headerSize);
       this.#flags = flags;
-      this.#body = new Uint8Array(size);
+      // Grown as bytes arrive (at most doubling): a 9-byte header claiming 64 MiB must not cost 64 MiB up front.
+      this.#body = new Uint8Array(Math.min(size, INITIAL_BODY));
+      this.#bodySize = size;
       this.#bodyFill = 0;
     }
-    this.#bodyFill += this.#read(this.#body, this.#bodyFill, this.#body.length - this.#bodyFill);
-    if (this.#bodyFill < this.#body.length) return null;
-    const body = this.#body;
+    let body: Uint8Array = this.#body;
+    for (;;) {
+      this.#bodyFill += this.#read(body, this.#bodyFill, body.length - this.#bodyFill);
+      if (this.#bodyFill < body.length || body.length === this.#bodySize) break;
+      const grown = new Uint8Array(Math.min(this.#bodySize, body.length * 2));
+      grown.set(body);
+      body = this.#body = grown;
+    }
+    if (this.#bodyFill < this.#bodySize) return null;
     this.#body = undefined;
     const command = (this.#flags & FLAG_COMMAND) !== 0;
     const more = (this.#flags & FLAG_MORE) !== 0;

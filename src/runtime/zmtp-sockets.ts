@@ -27,6 +27,8 @@ export interface ZmtpOptions extends SocketEvents, Partial<ZmtpLimits> {
   /** Close when nothing arrived for this long while heartbeating. Default 3 × the interval. */
   heartbeatTimeoutMs?: number;
   maxWriteBufferBytes?: number;
+  /** Peers a bound socket accepts at once; more are closed at accept. Default 64. */
+  maxConnections?: number;
 }
 
 /** Connections, errors and queue state of one socket. */
@@ -122,7 +124,18 @@ abstract class ZmtpSocket {
   async bind(endpoint: string): Promise<void> {
     if (this.#closed) throw closedError();
     const target = parseTcpEndpoint(endpoint, true);
-    const server = createServer((sock) => this.#open(sock, () => {}, () => {}));
+    const max = this.options.maxConnections ?? 64;
+    let open = 0;
+    const server = createServer((sock) => {
+      // Anyone can connect to a bound port: each connection may buffer up to a message, so their number is capped.
+      if (this.#closed || open >= max) {
+        if (!this.#closed) this.counters.connectFailures++;
+        sock.destroy();
+        return;
+      }
+      open++;
+      this.#open(sock, () => {}, () => void open--);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ host: target.host, port: target.port }, () => {
@@ -136,6 +149,7 @@ abstract class ZmtpSocket {
       throw closedError();
     }
     this.#servers.push(server);
+    server.on("error", (e: Error) => void (this.counters.lastError = e.message));
     const addr = server.address();
     const port = typeof addr === "object" && addr ? addr.port : target.port;
     this.lastEndpoint = endpoint.replace(/:(\d+|\*)$/, `:${port}`);

@@ -118,6 +118,24 @@ describe("ZMTP decoding", () => {
     expect(() => d.next()).toThrow(expect.objectContaining({ reason: "frame-too-large" }));
   });
 
+  it("should allocate a large body as its bytes arrive, not from the length the header claims", () => {
+    const d = new ZmtpDecoder({ ...LIMITS, maxMessageBytes: 1 << 30 });
+    d.push(encodeGreeting());
+    d.greeting();
+    const before = process.memoryUsage().arrayBuffers;
+    // Claims 64 MiB, sends 10 bytes.
+    d.push(new Uint8Array([0x02, 0, 0, 0, 0, 0x04, 0, 0, 0, ...new Array(10).fill(1)]));
+    expect(d.next()).toBeNull();
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(1 << 20);
+    // The rest arrives in pieces: the body is complete and exact.
+    const piece = new Uint8Array(1 << 20).fill(1);
+    for (let left = (1 << 26) - 10; left > 0; left -= piece.length) d.push(left >= piece.length ? piece : piece.subarray(0, left));
+    const f = d.next();
+    expect(f!.body.length).toBe(1 << 26);
+    expect(f!.body[0]).toBe(1);
+    expect(f!.body[(1 << 26) - 1]).toBe(1);
+  });
+
   it("should count a multipart message's frames and bytes together, and reset them after the last frame", () => {
     const d = new ZmtpDecoder({ ...LIMITS, maxMessageBytes: 1000, maxFrames: 3 });
     d.push(encodeGreeting());

@@ -163,6 +163,25 @@ describe("broken and hostile peers", () => {
     s.close();
   });
 
+  it("should accept no more than maxConnections peers on a bound socket", async () => {
+    const s = sub({ maxConnections: 2 });
+    s.subscribe("");
+    await s.bind("tcp://127.0.0.1:*");
+    const { connect } = await import("node:net");
+    const port = Number(/:(\d+)$/.exec(s.lastEndpoint!)![1]);
+    const clients = Array.from({ length: 3 }, () => connect({ host: "127.0.0.1", port }));
+    const closed = clients.map((c) => new Promise<void>((r) => c.on("close", () => r())));
+    for (const c of clients) {
+      c.on("error", () => {});
+      cleanup.push(() => c.destroy());
+      c.write(Buffer.concat([greeting(), ready("PUB")]));
+    }
+    await eventually(() => s.counters.connects === 2 && s.counters.connectFailures === 1, "two peers in, one turned away");
+    // The third was closed at accept; the first two stay.
+    await Promise.race(closed);
+    expect(clients.filter((c) => c.destroyed || c.readableEnded)).toHaveLength(1);
+  });
+
   it("should count a hostile engine in the KV-event subscriber's transport counters and keep running", async () => {
     const p = await peer((sock) => sock.write(Buffer.alloc(64, 0x41)));
     const index = await createKvIndex({ maxSlots: 4, capacity: 256 });
