@@ -27,7 +27,7 @@ export interface GatewayHost {
   fineNow?: NowFn;
   /** One log line (no newline); default console.error. */
   log?: (line: string) => void;
-  /** ZeroMQ subscriber for workers with a zmq_endpoint (Node, Deno); without it such workers are refused. */
+  /** ZeroMQ subscriber for workers with a zmq_endpoint (Node, Bun, Deno); without it such workers are refused. */
   kvEventTransport?: KvEventTransportFactory;
   /** The runtime's name, for error messages. */
   runtime?: string;

@@ -69,7 +69,8 @@ export interface KvEventTransport {
   close(): Promise<void>;
 }
 
-export type KvEventTransportFactory = (hub: KvEventHub) => Promise<KvEventTransport>;
+/** `log` takes the transport's warnings (a peer breaking the protocol, …), one line each. */
+export type KvEventTransportFactory = (hub: KvEventHub, log: (line: string) => void) => Promise<KvEventTransport>;
 
 export interface KvIngestOptions {
   /** Told when a worker's view turns cold or trustworthy again. */
@@ -160,7 +161,7 @@ export class KvIngest {
         `worker ${w.id} has zmq_endpoint ${w.zmq.endpoint}, but ${this.opts.runtime ?? "this runtime"} cannot open ZeroMQ sockets; ` +
         `run \`kvgate bridge --zmq ${w.zmq.endpoint} --to <this gateway>/admin/kv-events --worker ${w.id}\` next to the engine and drop zmq_endpoint`);
     }
-    const transport = await (this.#transport ??= this.opts.transport(this.hub));
+    const transport = await (this.#transport ??= this.opts.transport(this.hub, this.log));
     const ranks = Array.from({ length: w.dpSize }, (_, i) => w.dpStart + i);
     await transport.attach({
       endpoint: w.zmq.endpoint, replayEndpoint: w.zmq.replayEndpoint, topic: w.zmq.topic, dpRanks: ranks,

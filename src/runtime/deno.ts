@@ -19,7 +19,7 @@ try {
   const boot = await bootGateway({
     argv: Deno.args, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFile(p), write: out, runtime: "Deno",
     // kvgate's own ZMTP client over node:net: the native `zeromq` module would need --allow-ffi.
-    kvEventTransport: async (hub) => (await import("./zmq-subscriber.ts")).zmtpTransport(hub),
+    kvEventTransport: async (hub, log) => (await import("./zmq-subscriber.ts")).zmtpTransport(hub, log),
   });
   if (boot.kind === "gateway") {
     const { gateway, config } = boot;

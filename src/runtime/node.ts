@@ -10,9 +10,9 @@ import { createNodeHttpFetch } from "./node-http-fetch.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
 /** The ZeroMQ subscriber for workers with a zmq_endpoint; the native module loads only when one is configured. */
-export async function zmqTransport(hub: KvEventHub): Promise<KvEventTransport> {
+export async function zmqTransport(hub: KvEventHub, log?: (line: string) => void): Promise<KvEventTransport> {
   const { ZmqKvEventSubscriber } = await import("./zmq-subscriber.ts");
-  return new ZmqKvEventSubscriber(hub.index, { hub });
+  return new ZmqKvEventSubscriber(hub.index, { hub, log });
 }
 
 export async function serveOnNode(argv: readonly string[]): Promise<number> {

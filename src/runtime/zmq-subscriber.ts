@@ -41,6 +41,8 @@ export interface ZmqSubscriberOptions {
   receiveHighWaterMark?: number;
   /** The ZeroMQ implementation; default the native `zeromq` module (Node only). */
   sockets?: ZmqSockets;
+  /** Warnings: a connection closed because the engine side broke the protocol (one line each, bounded by the backoff). */
+  log?: (line: string) => void;
 }
 
 export interface TransportCounters {
@@ -86,10 +88,10 @@ export class ZmqKvEventSubscriber {
         const { endpoint: _e, replayEndpoint: _r, dpRanks: _d, topic: _t, bind: _b, ...streamOpts } = ep;
         const stream = this.hub.open({ ...streamOpts, dpRank: rank, replay });
         streams.push(stream);
-        const sock = this.#socket(sockets);
+        const url = endpointForRank(ep.endpoint, rank);
+        const sock = this.#socket(sockets, `${ep.worker} rank ${rank} (${url})`);
         a.sockets.push(sock);
         sock.subscribe(ep.topic ?? "");
-        const url = endpointForRank(ep.endpoint, rank);
         if (ep.bind) await sock.bind(url);
         else sock.connect(url);
         a.loops.push(this.#receive(sock, stream));
@@ -134,7 +136,7 @@ export class ZmqKvEventSubscriber {
     return this.options.sockets ? Promise.resolve(this.options.sockets) : loadNativeSockets();
   }
 
-  #socket(sockets: ZmqSockets): SubSocket {
+  #socket(sockets: ZmqSockets, what: string): SubSocket {
     const o = this.options, t = this.transport;
     return sockets.subscriber({
       reconnectIntervalMs: o.reconnectIntervalMs,
@@ -144,7 +146,8 @@ export class ZmqKvEventSubscriber {
       onDisconnect: () => void t.disconnects++,
       onError: (e) => {
         t.protocolErrors++;
-        t.lastError = e.message;
+        t.lastError = `${what}: ${e.message}`;
+        o.log?.(`KV events of ${t.lastError}; reconnecting`);
       },
     });
   }
@@ -167,6 +170,6 @@ export class ZmqKvEventSubscriber {
  * The gateway's ZeroMQ transport over kvgate's own ZMTP client (Bun, Deno). Heartbeats on: a publisher host that
  * vanished without closing TCP is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
  */
-export async function zmtpTransport(hub: KvEventHub): Promise<ZmqKvEventSubscriber> {
-  return new ZmqKvEventSubscriber(hub.index, { hub, sockets: zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) });
+export async function zmtpTransport(hub: KvEventHub, log?: (line: string) => void): Promise<ZmqKvEventSubscriber> {
+  return new ZmqKvEventSubscriber(hub.index, { hub, log, sockets: zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) });
 }

@@ -108,8 +108,10 @@ abstract class ZmtpSocket {
     const dial = (): void => {
       if (this.#closed) return;
       const sock = tcpConnect({ host: target.host, port: target.port });
-      this.#open(sock, () => (wait = base), () => {
+      this.#open(sock, (up, error) => {
         if (this.#closed) return;
+        // Back to the first interval after a connection that worked; a peer breaking ZMTP keeps backing off.
+        if (up && !(error instanceof ZmtpError)) wait = base;
         const t = setTimeout(() => {
           this.#timers.delete(t);
           dial();
@@ -134,7 +136,7 @@ abstract class ZmtpSocket {
         return;
       }
       open++;
-      this.#open(sock, () => {}, () => void open--);
+      this.#open(sock, () => void open--);
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -171,7 +173,7 @@ abstract class ZmtpSocket {
   /** Whether a message from a peer is kept (SUB: topic filter). */
   protected abstract accepts(frames: Uint8Array[]): boolean;
 
-  #open(sock: Socket, onReady: () => void, onGone: () => void): void {
+  #open(sock: Socket, onGone: (up: boolean, error: Error | undefined) => void): void {
     const o = this.options;
     const interval = o.heartbeatIntervalMs ?? 0;
     let up = false;
@@ -186,7 +188,6 @@ abstract class ZmtpSocket {
       ready: (c) => {
         up = true;
         this.counters.connects++;
-        onReady();
         this.greet(c);
         o.onConnect?.();
       },
@@ -210,7 +211,7 @@ abstract class ZmtpSocket {
           this.counters.lastError = error.message;
           o.onError?.(error);
         } else if (error) this.counters.lastError = error.message;
-        onGone();
+        onGone(up, error);
       },
     }, this.counters);
     this.#connections.add(conn);

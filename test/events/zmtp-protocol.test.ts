@@ -185,12 +185,14 @@ describe("broken and hostile peers", () => {
   it("should count a hostile engine in the KV-event subscriber's transport counters and keep running", async () => {
     const p = await peer((sock) => sock.write(Buffer.alloc(64, 0x41)));
     const index = await createKvIndex({ maxSlots: 4, capacity: 256 });
-    const kv = new ZmqKvEventSubscriber(index, { sockets: zmtpSockets(), reconnectIntervalMs: 5, reconnectMaxIntervalMs: 10 });
+    const lines: string[] = [];
+    const kv = new ZmqKvEventSubscriber(index, { sockets: zmtpSockets(), reconnectIntervalMs: 5, reconnectMaxIntervalMs: 10, log: (l) => lines.push(l) });
     cleanup.push(() => kv.close());
     await kv.attach({ worker: "w", endpoint: p.endpoint, blockSize: 16 });
     await eventually(() => kv.transport.protocolErrors >= 2, "protocol errors counted");
     expect(kv.counters()).toMatchObject({ connects: 0, socketErrors: 0, batches: 0 });
-    expect(kv.transport.lastError).toMatch(/ZMTP bad-signature/);
+    expect(kv.transport.lastError).toMatch(/^w rank 0 \(tcp:\/\/127\.0\.0\.1:\d+\): ZMTP bad-signature: peer greeting starts with 0x41, not 0xff$/);
+    expect(lines[0]).toMatch(/^KV events of w rank 0 \(tcp:\/\/127\.0\.0\.1:\d+\): ZMTP bad-signature: .*; reconnecting$/);
     await kv.close();
     expect(kv.status()).toEqual([]);
   });
