@@ -2,7 +2,8 @@
  * @module Workers with a zmq_endpoint on Bun and Deno, as real processes: the gateway subscribes with kvgate's own
  * ZMTP client (no native module, no --allow-ffi) to a real libzmq publisher run here on Node, applies the BlockStored
  * captured from a real vLLM, and routes a completion for that prompt to the worker with 25/25 blocks matched; a lost
- * batch is fetched over its ZMTP DEALER from the engine's libzmq replay ROUTER. And `kvgate bridge` on Bun.
+ * batch is fetched over its ZMTP DEALER from the engine's libzmq replay ROUTER; an engine restarting on the same port
+ * is redialled and resubscribed. And `kvgate bridge` on Bun.
  */
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
@@ -83,6 +84,17 @@ describe.each(["bun", "deno"] as const)("zmq_endpoint workers on %s (pure ZMTP c
     await until(async () => (await route()).overlap_blocks === 23, `the replayed seq 1 and live seq 2 on ${runtime}:\n${proc.output()}`);
     expect(engine.requests).toEqual([1]);
     expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 23 });
+  }, 60_000);
+
+  it("should reconnect and resubscribe when the engine restarts on the same port, and start its view over", async () => {
+    const endpoint = engine.endpoint;
+    await engine.close();
+    // The old replay ROUTER is gone with it; the new engine publishes from seq 0 (a restart, nothing to replay).
+    engine = await until(() => TestEngine.start({ endpoint, topic: "kv@pod-a@Qwen/Qwen3-0.6B" }), `rebinding ${endpoint}`);
+    await engine.subscribed();
+    await engine.publish(0, vllmBatch([captureStored(capture, { blocks: 20 })]));
+    await until(async () => (await route()).overlap_blocks === 20, `the restarted engine's seq 0 on ${runtime}:\n${proc.output()}`);
+    expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 20 });
   }, 60_000);
 });
 
