@@ -318,17 +318,19 @@ class ZmtpDealer extends ZmtpSocket implements DealerSocket {
   }
 }
 
-/** A SUB socket of kvgate's ZMTP client, with its counters. */
+/** What a ZMTP socket shows besides the interface: counters, the bound endpoint, the receive queue. */
 export interface ZmtpSocketState {
   readonly counters: ZmtpCounters;
   readonly lastEndpoint: string | undefined;
   readonly queued: { messages: number; bytes: number };
 }
 
+/** A SUB socket of kvgate's ZMTP client. */
 export function zmtpSubscriber(options: ZmtpOptions = {}): SubSocket & ZmtpSocketState {
   return new ZmtpSubscriber(options);
 }
 
+/** A DEALER socket of kvgate's ZMTP client; `timeoutMs` bounds each send and receive. */
 export function zmtpDealer(timeoutMs: number, options: ZmtpOptions = {}): DealerSocket & ZmtpSocketState {
   return new ZmtpDealer(timeoutMs, options);
 }
