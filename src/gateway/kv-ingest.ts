@@ -6,7 +6,7 @@
  *  - HTTP, many raw engine messages per POST from `kvgate bridge` (kv-ingest-frames.ts), made idempotent by the
  *    bridge's (session, post number) so a retried POST is never applied twice;
  *  - ZeroMQ straight from the engine, for workers with a zmq_endpoint, through a transport the runtime adapter
- *    supplies (Node and Deno; Bun and Workers have none and refuse such workers with a clear error).
+ *    supplies (Node, Bun and Deno; Workers have none and refuse such workers with a clear error).
  * A worker whose view goes cold is reported to the router, which then scores it as caching nothing until rebuilt.
  */
 import { KvgateError } from "../core/errors.ts";

@@ -11,7 +11,7 @@ import { zmtpSockets } from "./zmtp-sockets.ts";
 export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL --token T [options]
   Subscribes to an engine's KV-event socket (vLLM/SGLang --kv-events-config endpoint) and forwards every
   message unchanged (sequence number, topic, msgpack payload) to a kvgate router's /admin/kv-events,
-  batched, authenticated and retried. For routers that cannot open ZeroMQ sockets (Bun, Workers) or reach
+  batched, authenticated and retried. For routers that cannot open ZeroMQ sockets (Cloudflare Workers) or reach
   the engine. The router applies the engine's sequence numbers itself: a gap it cannot fill marks the
   worker cold (scored as caching nothing until rebuilt). With --replay the bridge fills gaps first from
   the engine's replay socket, and on start resumes where the router's view ends.

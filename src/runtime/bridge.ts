@@ -1,7 +1,7 @@
 /**
  * @module `kvgate bridge`: runs next to an engine, subscribes to its KV-event PUB socket and forwards every message
  * unchanged (sequence frame, topic, msgpack payload) to a router's /admin/kv-events over HTTP — for routers that
- * cannot open ZeroMQ sockets (Bun, Workers) or cannot reach the engine's ports.
+ * cannot open ZeroMQ sockets (Cloudflare Workers) or cannot reach the engine's ports.
  *
  * Gaps: the bridge forwards the engine's own sequence numbers, so the router's stream logic sees every gap and
  * restart exactly as with a direct subscription. With --replay the bridge also fills gaps before forwarding: on a
