@@ -52,7 +52,6 @@ type Phase = "greeting" | "handshake" | "ready" | "closed";
 export class ZmtpConnection {
   #phase: Phase = "greeting";
   #peer: PeerGreeting | undefined;
-  #peerType = "";
   #frames: Uint8Array[] = [];
   #stopped = false;
   #error: Error | undefined;
@@ -82,11 +81,6 @@ export class ZmtpConnection {
 
   get closed(): boolean {
     return this.#phase === "closed";
-  }
-
-  /** The peer's ZMTP version and Socket-Type once known. */
-  get peer(): { version: string; socketType: string } | undefined {
-    return this.#peer ? { version: `${this.#peer.major}.${this.#peer.minor}`, socketType: this.#peerType } : undefined;
   }
 
   /** Sends one multipart message; false when the connection is not (or no longer) ready. */
@@ -197,12 +191,12 @@ export class ZmtpConnection {
     const props = parseMetadata(data);
     const type = props.get("socket-type");
     if (!type) throw new ZmtpError("bad-ready", "peer READY has no Socket-Type");
-    this.#peerType = bytesToLatin1(type);
+    const peerType = bytesToLatin1(type);
     const allowed = COMPATIBLE_PEERS[this.options.socketType];
-    if (!allowed.includes(this.#peerType)) {
+    if (!allowed.includes(peerType)) {
       // Tell the peer why, as libzmq does, then close.
       this.#write(encodeCommand("ERROR", errorReason("Invalid socket type")));
-      throw new ZmtpError("incompatible-peer", `a ${this.options.socketType} socket cannot talk to a ${this.#peerType} (needs ${allowed.join(" or ")})`);
+      throw new ZmtpError("incompatible-peer", `a ${this.options.socketType} socket cannot talk to a ${peerType} (needs ${allowed.join(" or ")})`);
     }
     this.#phase = "ready";
     clearTimeout(this.#handshakeTimer);

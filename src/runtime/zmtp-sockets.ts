@@ -108,6 +108,11 @@ abstract class ZmtpSocket {
     const dial = (): void => {
       if (this.#closed) return;
       const sock = tcpConnect({ host: target.host, port: target.port });
+      // Dialling a free loopback port can connect the socket to itself (TCP simultaneous open, when the kernel picks
+      // that very port as the source): it would hold the port the publisher is about to bind. Drop it and redial.
+      sock.once("connect", () => {
+        if (sock.localPort === sock.remotePort && sock.localAddress === sock.remoteAddress) sock.destroy(new Error("TCP connection to itself"));
+      });
       this.#open(sock, (up, error) => {
         if (this.#closed) return;
         // Back to the first interval after a connection that worked; a peer breaking ZMTP keeps backing off.

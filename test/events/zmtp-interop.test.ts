@@ -27,10 +27,19 @@ function sub(opts: ZmtpOptions = {}) {
 }
 
 async function pub(endpoint = "tcp://127.0.0.1:*"): Promise<Publisher> {
-  const p = new Publisher({ linger: 0, sendHighWaterMark: 1_000_000 });
-  await p.bind(endpoint);
-  cleanup.push(() => p.close());
-  return p;
+  for (let attempt = 0; ; attempt++) {
+    const p = new Publisher({ linger: 0, sendHighWaterMark: 1_000_000 });
+    try {
+      await p.bind(endpoint);
+      cleanup.push(() => p.close());
+      return p;
+    } catch (e) {
+      p.close();
+      // Rebinding a port just freed can briefly collide with a connection attempt's own source port.
+      if (attempt >= 50) throw e;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
 }
 
 /** Reads a socket's messages, skipping the [topic, "probe"] messages `probe` publishes. */
