@@ -21,6 +21,8 @@ try {
     const stop = (): void => {
       clearInterval(timer);
       server.stop(true);
+      // Open ZeroMQ connections (and their reconnect timers) would keep the process alive.
+      void gateway.close().finally(() => process.exit(0));
     };
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);

@@ -96,6 +96,12 @@ describe.each(["bun", "deno"] as const)("zmq_endpoint workers on %s (pure ZMTP c
     await until(async () => (await route()).overlap_blocks === 20, `the restarted engine's seq 0 on ${runtime}:\n${proc.output()}`);
     expect(await route()).toMatchObject({ worker: "a", overlap_blocks: 20 });
   }, 60_000);
+
+  it("should close its ZeroMQ connections and exit on SIGTERM", async () => {
+    // Without closing them, open connections and their timers would keep the process alive until SIGKILL.
+    await proc.stop(10_000);
+    expect({ code: proc.child.exitCode, signal: proc.child.signalCode }).toEqual({ code: 0, signal: null });
+  }, 30_000);
 });
 
 describe("kvgate bridge on Bun (pure ZMTP client)", () => {
