@@ -140,4 +140,9 @@ describe("kvgate bridge on Bun (pure ZMTP client)", () => {
     expect(stream()!.counters).toMatchObject({ gaps: 0, coldMarks: 0, batches: 3 });
     expect(await (await post(`${gw.url}/v1/route`, { model: QWEN, prompt: PROMPT })).json()).toMatchObject({ worker: "vllm-0", overlap_blocks: 23 });
   }, 60_000);
+
+  it("should stop on SIGTERM with its socket closed and exit 0", async () => {
+    await bridge.stop(10_000);
+    expect({ code: bridge.child.exitCode, signal: bridge.child.signalCode }).toEqual({ code: 0, signal: null });
+  }, 30_000);
 });
