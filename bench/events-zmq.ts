@@ -30,6 +30,17 @@ async function startPublisher(payloads: Uint8Array[]): Promise<Publisher> {
   return { worker, endpoint: msg.endpoint, subscribed: once(worker, "message") };
 }
 
+/**
+ * Lets the worker close its socket and exit on its own: terminating it while zeromq's context is still open aborts
+ * the whole process now and then ("terminate called after throwing an instance of 'Napi::Error'").
+ */
+async function stopPublisher(pub: Publisher): Promise<void> {
+  const exited = once(pub.worker, "exit");
+  pub.worker.postMessage("close");
+  const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 5_000).unref());
+  if ((await Promise.race([exited, timeout])) === "timeout") await pub.worker.terminate();
+}
+
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -107,7 +118,6 @@ export async function zmqRuns(mode: ZmqMode, payloads: Uint8Array[], blockOpsPer
     throw new Error(`ZeroMQ ${mode} run lost or reordered batches: ${JSON.stringify(c)}`);
   }
   await rx.close();
-  pub.worker.postMessage("close");
-  await pub.worker.terminate();
+  await stopPublisher(pub);
   return out;
 }

@@ -96,13 +96,16 @@ function verify(idx: KvIndex, w: Workload): string[] {
   const before = idx.counters();
   for (const form of ["array", "map"] as const) {
     const slot = idx.slotFor(WORKER, 0);
-    const prep = new BatchPreparer(idx, WORKER, 0, policy);
     const binary = w.binary(slot);
-    w.payloads[form].forEach((p, i) => {
-      prep.prepare(p);
-      const mine = [...prep.builder.chunks()];
-      if (mine.length !== 1 || Buffer.compare(mine[0]!, binary[i]!) !== 0) errors.push(`${form} batch ${i}: records differ from EventBatchWriter's`);
-    });
+    for (const coreDecode of [true, false]) {
+      const prep = new BatchPreparer(idx, WORKER, 0, policy, { coreDecode });
+      w.payloads[form].forEach((p, i) => {
+        prep.prepare(p);
+        if (Buffer.compare(prep.snapshot().bytes, binary[i]!) !== 0) errors.push(`${form} batch ${i}: ${coreDecode ? "core" : "host"} records differ from EventBatchWriter's`);
+      });
+      const expect = coreDecode ? { core: w.payloads[form].length, host: 0 } : { core: 0, host: w.payloads[form].length };
+      if (prep.stats.core !== expect.core || prep.stats.host !== expect.host) errors.push(`${form}: decoder stats ${JSON.stringify(prep.stats)}`);
+    }
     const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
     w.payloads[form].forEach((p, i) => s.onBatch(i, p));
     if (idx.treeSize(WORKER) !== 0) errors.push(`${form}: ${idx.treeSize(WORKER)} blocks left after the drain`);
