@@ -244,8 +244,9 @@ function field(f: i32): void {
       if (nil) { pos++; notFullAttention = false; return; }
       const n = strLen();
       if (st != S_OK) return;
-      if (!isFullAttention(pos, n) && !isAscii(pos, n)) { fail(S_FALLBACK); return; }
-      notFullAttention = !isFullAttention(pos, n);
+      const full = isFullAttention(pos, n);
+      if (!full && !isAscii(pos, n)) { fail(S_FALLBACK); return; }
+      notFullAttention = !full;
       pos += <usize>n;
       return;
     }

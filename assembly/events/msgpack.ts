@@ -203,6 +203,11 @@ function skipAt(depth: i32): void {
     if (st != S_OK) return;
     if (depth + 1 > MAX_SKIP_DEPTH) { fail(S_CORRUPT); return; }
     for (let i: u64 = 0; i < n; i++) {
+      // nil and positive fixints (extra_keys of [None, …], group ids) inline; anything else recursively.
+      if (pos < end) {
+        const b = <u32>load<u8>(pos);
+        if (b <= 0x7f || b == 0xc0) { pos++; continue; }
+      }
       skipAt(depth + 1);
       if (st != S_OK) return;
     }
