@@ -77,9 +77,9 @@ function gatedReceiver(endpoint: string, stream: KvEventStream | undefined): Rec
   };
 }
 
-async function subscriberReceiver(index: KvIndex, worker: string, endpoint: string): Promise<Receiver> {
+async function subscriberReceiver(index: KvIndex, worker: string, endpoint: string, coreDecode: boolean): Promise<Receiver> {
   const sub = new ZmqKvEventSubscriber(index);
-  const [stream] = await sub.attach({ worker, endpoint, blockSize: 16 });
+  const [stream] = await sub.attach({ worker, endpoint, blockSize: 16, coreDecode });
   return { stream, last: () => stream!.lastSeq, hold: () => {}, go: () => {}, close: () => sub.close({ keepEntries: true }) };
 }
 
@@ -88,11 +88,11 @@ async function subscriberReceiver(index: KvIndex, worker: string, endpoint: stri
  * run. `index` receives the events under `worker` (not used by "sink"); each cycle leaves the worker empty.
  */
 export async function zmqRuns(mode: ZmqMode, payloads: Uint8Array[], blockOpsPerCycle: number, index: KvIndex, worker: string,
-  runs: number, messages: number): Promise<number[]> {
+  runs: number, messages: number, coreDecode = true): Promise<number[]> {
   const pub = await startPublisher(payloads);
   const cycles = Math.max(1, Math.round(messages / payloads.length));
-  const rx = mode === "stream" ? await subscriberReceiver(index, worker, pub.endpoint)
-    : gatedReceiver(pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16 }) : undefined);
+  const rx = mode === "stream" ? await subscriberReceiver(index, worker, pub.endpoint, coreDecode)
+    : gatedReceiver(pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16, coreDecode }) : undefined);
   await pub.subscribed;
   let seq = 0;
   const runOnce = async (): Promise<number> => {
