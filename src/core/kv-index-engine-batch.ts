@@ -38,8 +38,9 @@ export interface CoreDecodedBatch {
   records: number;
   bytes: number;
   clears: boolean;
-  /** Counters in ENGINE_DELTA_KEYS order (a view: read before the next decode). */
-  delta: Uint32Array;
+  /** Counters in ENGINE_DELTA_KEYS order: `deltaWords[deltaAt + i]` (core memory: read before the next decode). */
+  deltaWords: Uint32Array;
+  deltaAt: number;
 }
 
 /** Why the core did not decode a batch (the host decoder takes it in each case). */
@@ -97,7 +98,7 @@ export class EngineBatchCodec {
       const w = (res >>> 2) + 2;
       return {
         ticket: this.#ticket, rank: rank < 0 ? null : rank, events: r.u32[w]!, records: r.u32[w + 1]!, bytes: r.u32[w + 2]!,
-        clears: r.u32[w + 3] !== 0, delta: r.u32.subarray(w + 4, w + 4 + ENGINE_DELTA_KEYS.length),
+        clears: r.u32[w + 3] !== 0, deltaWords: r.u32, deltaAt: w + 4,
       };
     });
   }

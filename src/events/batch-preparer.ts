@@ -116,7 +116,7 @@ export class BatchPreparer {
     const rank = b.rank ?? this.defaultRank;
     if (rank > MAX_DP_RANK) throw corruptEvent(`dp rank ${rank}`);
     const delta = emptyDelta();
-    for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.delta[i]!;
+    for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.deltaWords[b.deltaAt + i]!;
     const slot = this.index.slotFor(this.worker, rank);
     this.#core = { batch: b, slot, payload };
     this.stats.core++;
