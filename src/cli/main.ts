@@ -9,6 +9,7 @@ commands:
   serve    run the gateway (kvgate serve --help lists every option)
   sim      run a simulated OpenAI-compatible engine (kvgate sim --help)
   replay   replay a trace through the router under five policies (kvgate replay --help)
+  bridge   forward an engine's ZeroMQ KV events to a router over HTTP (kvgate bridge --help)
   help     this text
 ${HASH_USAGE}`;
 

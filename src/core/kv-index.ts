@@ -211,6 +211,20 @@ export class KvIndex {
     });
   }
 
+  /**
+   * The last hashed prompt's sequence hashes as (lo, hi) u32 pairs into `out` (room for 2 × `lastBlocks` words):
+   * the BigInt-free form the router's in-flight bookkeeping compares. Returns the block count.
+   */
+  lastSequenceWordsInto(out: Uint32Array): number {
+    return this.#guard("seq", (c) => {
+      const n = c.last_blocks();
+      if (out.length < 2 * n) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `need room for ${2 * n} words, got ${out.length}`);
+      const sp = c.seq_ptr() >>> 2;
+      out.set(this.#u32.subarray(sp, sp + 2 * n));
+      return n;
+    });
+  }
+
   /** Tree size by slot number (no string key built). */
   treeSizeOfSlot(slot: number): number {
     return this.#treeSize(slot);

@@ -3,7 +3,7 @@
  * housekeeping on demand. Web standards only, so the same app serves Node, Bun, Deno and Workers.
  */
 import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { bodyLimit } from "./body-limit.ts";
 import { completionHandler } from "./completion-handler.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { notFoundResponse, toErrorResponse } from "./http-errors.ts";
@@ -49,7 +49,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index, gw.ingest.hub.counters()), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
   app.get("/v1/models", (c) => c.json({ object: "list", data: gw.fleet.models() }));
 
-  const limit = bodyLimit({ maxSize: gw.config.maxBodyBytes });
+  const limit = bodyLimit(gw.config.maxBodyBytes);
   app.post("/v1/chat/completions", limit, completionHandler(gw, "chat"));
   app.post("/v1/completions", limit, completionHandler(gw, "completions"));
   app.post("/v1/route", limit, routePreviewHandler(gw));

@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import { KvgateError } from "../core/errors.ts";
+import { servesDisaggregated } from "./disagg-decide.ts";
 import { dispatch, type Dispatched } from "./dispatch.ts";
 import { decisionHeaders, prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
@@ -20,10 +21,15 @@ function respond(body: BodyInit | null, upstream: Response, extra: Record<string
   return new Response(body, { status: upstream.status, headers });
 }
 
+/** The decision headers of a dispatch, with the disaggregation ones when there are. */
+function headersOf(d: Dispatched, requestId: string): Record<string, string> {
+  return d.headers ? { ...decisionHeaders(d.signals, requestId), ...d.headers } : decisionHeaders(d.signals, requestId);
+}
+
 async function passThrough(gw: GatewayState, d: Dispatched, requestId: string): Promise<Response> {
   const bytes = await d.attempt.res.arrayBuffer().catch(() => new ArrayBuffer(0));
   d.handle.fail();
-  return respond(bytes, d.attempt.res, decisionHeaders(d.signals, requestId));
+  return respond(bytes, d.attempt.res, headersOf(d, requestId));
 }
 
 /** A whole (non-streamed) answer: nothing reaches the client before it is complete, so any failure is retried. */
@@ -41,7 +47,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
         // not JSON: nothing to learn from it
       }
       gw.metrics.duration.observe({ endpoint: ex.endpoint }, (gw.fineNow() - ex.arrivedAt) / 1000);
-      return respond(bytes as Uint8Array<ArrayBuffer>, d.attempt.res, decisionHeaders(d.signals, ex.requestId));
+      return respond(bytes as Uint8Array<ArrayBuffer>, d.attempt.res, headersOf(d, ex.requestId));
     } catch (e) {
       if (ex.signal.aborted) {
         d.handle.cancel();
@@ -66,14 +72,15 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
   return async function completions(c: Context): Promise<Response> {
     const ex = await prepareExchange(gw, c, endpoint, await readJsonObject(c.req.raw));
     if (ex.ext.queryOnly) {
-      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
+      const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
+      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
       return c.json(previewBody(signals, ex.tokenizeMs));
     }
     const first = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
     const res = first.attempt.res;
     if (!res.ok) return passThrough(gw, first, ex.requestId);
     if (ex.stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-      return new SseRelay(gw, ex, first).response(decisionHeaders(first.signals, ex.requestId));
+      return new SseRelay(gw, ex, first).response(headersOf(first, ex.requestId));
     }
     return whole(gw, ex, first);
   };

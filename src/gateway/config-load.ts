@@ -174,6 +174,7 @@ function shownDefault(o: OptionSpec): string {
 
 const GROUP_TITLES: Record<OptionSpec["group"], string> = {
   server: "server", fleet: "fleet", tokenizer: "tokenization", router: "routing", index: "KV index", upstream: "workers (upstream)",
+  ops: "health checks, circuit breaking, engine load",
 };
 
 /** `kvgate serve --help`: every option with its flag, variable, default and meaning. */

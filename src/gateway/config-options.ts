@@ -25,7 +25,7 @@ export interface OptionSpec {
   env?: string;
   default: unknown;
   doc: string;
-  group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream";
+  group: "server" | "fleet" | "tokenizer" | "router" | "index" | "upstream" | "ops";
 }
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER): OptionKind => ({ type: "int", min, max });
@@ -43,9 +43,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "server", key: "tickMs", flag: "tick-ms", kind: int(10, 60_000), default: 250, doc: "housekeeping period: stale bookings, queue waits, TTLs, health probes" },
   { group: "server", key: "log", flag: "log", kind: oneOf("info", "warn", "off"), default: "info", doc: "log level (to stderr)" },
   // fleet
-  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false][,total_kv_blocks=N][,max_batched_tokens=N]; repeatable. Without models= the worker's /v1/models is asked at start" },
+  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false|http|zmq][,zmq_endpoint=tcp://h:5557][,replay_endpoint=tcp://h:5558][,kv_topic=PREFIX][,total_kv_blocks=N][,max_batched_tokens=N][,role=aggregated|prefill|decode][,bootstrap_port=N]; repeatable. zmq_endpoint: kvgate subscribes to the engine's KV events itself (Node, Deno). Without models= the worker's /v1/models is asked at start. A model with decode-role workers is served disaggregated (see --disaggregation)" },
   { group: "fleet", key: "simWorkers", flag: "sim-workers", kind: int(0, 64), default: 4, doc: "with no --worker, start this many simulated engines in-process on loopback (KV events wired in) so requests work at once; 0 = none (Node only)" },
   { group: "fleet", key: "simGpuBlocks", flag: "sim-gpu-blocks", kind: int(16, 1 << 22), default: 4096, doc: "KV blocks of each simulated engine of the built-in fleet" },
+  { group: "fleet", key: "simPrefillWorkers", flag: "sim-prefill-workers", kind: int(0, 64), default: 0, doc: "with the built-in fleet: also start this many simulated prefill engines; the --sim-workers engines then serve as decode workers (disaggregated prefill/decode, see --disaggregation)" },
   { group: "fleet", key: "blockSize", flag: "block-size", kind: int(1, 1 << 16), default: 16, doc: "tokens per KV block for workers that do not say (must equal the engine's)" },
   { group: "fleet", key: "kvEvents", flag: "kv-events", kind: oneOf("auto", "on", "off"), default: "auto", doc: "default for workers without kv_events=: on = the worker pushes KV events to /admin/kv-events; off = kvgate records its own routing decisions; auto = on when every model of the worker has a precise tokenizer" },
   // tokenizer
@@ -69,6 +70,9 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "router", key: "router.sessionTtlMs", flag: "session-ttl-ms", kind: int(0), default: 300_000, doc: "idle time before a session binding is forgotten; 0 disables sessions" },
   { group: "router", key: "router.approxTtlMs", flag: "approx-ttl-ms", kind: int(1), default: 120_000, doc: "lifetime of blocks kvgate records for workers without KV events" },
   { group: "router", key: "router.staleBookingMs", flag: "stale-booking-ms", kind: int(1), default: 300_000, doc: "bookings older than this are freed (a lost stream cannot leak load)" },
+  { group: "router", key: "disagg.flow", flag: "disaggregation", kind: oneOf("vllm", "sglang"), default: "vllm", doc: "how prefill-role and decode-role workers share a request (for models that have decode workers): vllm = the prefill worker runs it with max_tokens 1 and kv_transfer_params {do_remote_decode: true}, then the decode worker streams it with the kv_transfer_params the prefill returned (NixlConnector); sglang = bootstrap_host/bootstrap_port/bootstrap_room are added and the request goes to both at once, the client reading the decode's stream" },
+  { group: "router", key: "disagg.localPrefillBelow", flag: "disagg-local-prefill-below", kind: int(0), default: 512, doc: "vllm flow: serve the request on the decode worker alone (local prefill) when fewer than this many of its prompt tokens are uncached there; 0 = always prefill remotely" },
+  { group: "router", key: "disagg.prefillBusyFrac", flag: "disagg-prefill-busy-frac", kind: num(0), default: 1, doc: "vllm flow: local prefill when the prefill worker kvgate would pick holds more than this × its max_batched_tokens of prefill (or every prefill worker is busy / the pool would queue)" },
   { group: "router", key: "router.seed", flag: "seed", kind: int(0, 0xffffffff), default: 0x6b766761, doc: "seed of the router's random choices" },
   // index
   { group: "index", key: "index.capacity", flag: "index-capacity", kind: int(1024, 1 << 26), default: 1 << 18, doc: "(worker, block) entries the index holds; memory grows with it (2^18 ≈ 50 MB; keep ≤ 2^17 on Workers)" },
@@ -81,6 +85,17 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "upstream", key: "upstream.migrationLimit", flag: "migration-limit", kind: int(0, 16), default: 3, doc: "times a stream that broke after its first token is continued on another worker; 0 disables" },
   { group: "upstream", key: "upstream.streamUsage", flag: "stream-usage", kind: bool, default: true, doc: "ask streaming workers for usage (include_usage) to measure actual cache hits; the extra chunk is removed when the client did not ask" },
   { group: "upstream", key: "upstream.healthProbeMs", flag: "health-probe-ms", kind: int(0), default: 2_000, doc: "a worker that refused a connection is marked unhealthy and its /health probed this often; 0 = never mark" },
+  // ops: health, circuit breaking, engine load
+  { group: "ops", key: "ops.healthCheckMs", flag: "health-check-ms", kind: int(0), default: 5_000, doc: "probe every worker's GET /health this often; failing workers are drained (no new requests, in-flight ones finish) and return when they pass; 0 = probe only workers that refused a connection" },
+  { group: "ops", key: "ops.healthTimeoutMs", flag: "health-timeout-ms", kind: int(1), default: 2_000, doc: "a health probe not answered within this counts as failed" },
+  { group: "ops", key: "ops.healthFailThreshold", flag: "health-fail-threshold", kind: int(1, 1000), default: 3, doc: "failed probes in a row that take a worker out of rotation" },
+  { group: "ops", key: "ops.healthSuccessThreshold", flag: "health-success-threshold", kind: int(1, 1000), default: 2, doc: "passed probes in a row that bring it back" },
+  { group: "ops", key: "ops.circuitFailures", flag: "circuit-failures", kind: int(0, 1000), default: 5, doc: "failed attempts in a row at a worker (connect errors, timeouts, 5xx, broken streams) that open its circuit: no new requests for --circuit-open-ms, then one trial request; 0 = no circuit breaker" },
+  { group: "ops", key: "ops.circuitOpenMs", flag: "circuit-open-ms", kind: int(1), default: 30_000, doc: "how long an open circuit keeps a worker out before its trial request" },
+  { group: "ops", key: "ops.engineMetricsMs", flag: "engine-metrics-ms", kind: int(0), default: 0, doc: "scrape every worker's /metrics (vLLM or SGLang names) this often for its own view of its load: running and waiting requests and KV usage feed the busy checks and the cost; 0 = off" },
+  { group: "ops", key: "ops.engineMetricsStaleAfter", flag: "engine-metrics-stale-after", kind: int(1, 1000), default: 3, doc: "scrape intervals without a good scrape after which a worker's metrics are stale: it counts as busy (saturated) until one succeeds" },
+  { group: "ops", key: "ops.busyEngineWaiting", flag: "busy-engine-waiting", kind: num(0), default: undefined, doc: "a worker rank is busy while its engine reports more than this many waiting requests (needs --engine-metrics-ms); unset = off" },
+  { group: "ops", key: "ops.busyEngineKvUsage", flag: "busy-engine-kv-usage", kind: num(0, 1), default: undefined, doc: "a worker rank is busy while its engine reports KV-cache usage above this fraction (needs --engine-metrics-ms); unset = off" },
 ];
 
 /** KVGATE_ + the flag in upper snake case, unless the option names its own. */

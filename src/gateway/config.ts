@@ -22,6 +22,23 @@ export interface WorkerConfig {
   kvEvents?: boolean;
   totalKvBlocks?: number;
   maxBatchedTokens?: number;
+  /** The engine's KV-event PUB socket for dp rank 0 (vLLM `endpoint`, e.g. tcp://10.0.0.5:5557): kvgate subscribes itself. */
+  zmqEndpoint?: string;
+  /** The engine's replay ROUTER socket for dp rank 0 (vLLM `replay_endpoint`). */
+  replayEndpoint?: string;
+  /** Topic prefix to subscribe to (vLLM `topic`); default every message. */
+  kvTopic?: string;
+  /** SGLang prefill workers: the port of their bootstrap server (default 8998, SGLang's). */
+  bootstrapPort?: number;
+}
+
+/** Disaggregated prefill/decode (src/gateway/disagg-*.ts); used for models served by decode-role workers. */
+export interface DisaggOptions {
+  flow: "vllm" | "sglang";
+  /** vLLM flow: prefill on the decode worker when fewer prompt tokens than this are uncached there (0 = never). */
+  localPrefillBelow: number;
+  /** vLLM flow: prefill on the decode worker when the prefill pool is busy above this fraction of batch capacity. */
+  prefillBusyFrac: number;
 }
 
 export interface RouterOptions {
@@ -56,6 +73,9 @@ export interface GatewayConfig {
   /** Built-in simulated fleet started by the Node adapter when no worker is configured. */
   simWorkers: number;
   simGpuBlocks: number;
+  /** With the built-in fleet: this many prefill engines, and the simWorkers engines become decode workers. */
+  simPrefillWorkers: number;
+  disagg: DisaggOptions;
   blockSize: number;
   kvEvents: "auto" | "on" | "off";
   tokenizers: Record<string, ModelTokenizerSource>;
@@ -69,6 +89,18 @@ export interface GatewayConfig {
     migrationLimit: number;
     streamUsage: boolean;
     healthProbeMs: number;
+  };
+  ops: {
+    healthCheckMs: number;
+    healthTimeoutMs: number;
+    healthFailThreshold: number;
+    healthSuccessThreshold: number;
+    circuitFailures: number;
+    circuitOpenMs: number;
+    engineMetricsMs: number;
+    engineMetricsStaleAfter: number;
+    busyEngineWaiting?: number;
+    busyEngineKvUsage?: number;
   };
 }
 
@@ -97,6 +129,8 @@ export function defaultConfig(): GatewayConfig {
 const WORKER_KEYS: Record<string, keyof WorkerConfig> = {
   url: "url", id: "id", models: "models", model: "models", block_size: "blockSize", dp_start: "dpStart", dp_size: "dpSize",
   role: "role", kv_events: "kvEvents", total_kv_blocks: "totalKvBlocks", max_batched_tokens: "maxBatchedTokens",
+  zmq_endpoint: "zmqEndpoint", replay_endpoint: "replayEndpoint", kv_topic: "kvTopic",
+  bootstrap_port: "bootstrapPort",
 };
 
 function snake(k: string): string {
@@ -134,6 +168,7 @@ export function parseWorker(raw: unknown): WorkerConfig {
     return bad("a worker must be an object or a spec string");
   }
   const w: Partial<WorkerConfig> = {};
+  let zmq: boolean | undefined;
   for (const [k0, v] of Object.entries(fields)) {
     const k = WORKER_KEYS[snake(k0)];
     if (!k) bad(`unknown worker field ${JSON.stringify(k0)}`);
@@ -142,6 +177,9 @@ export function parseWorker(raw: unknown): WorkerConfig {
       case "url":
       case "id":
       case "role":
+      case "zmqEndpoint":
+      case "replayEndpoint":
+      case "kvTopic":
         if (typeof v !== "string" || v.length === 0) bad(`worker ${k} must be a non-empty string`);
         (w as Record<string, unknown>)[k] = v;
         break;
@@ -149,7 +187,9 @@ export function parseWorker(raw: unknown): WorkerConfig {
         w.models = typeof v === "string" ? v.split("|").map((m) => m.trim()).filter(Boolean) : Array.isArray(v) && v.every((m) => typeof m === "string" && m) ? [...v] : bad("worker models must be a list of names");
         break;
       case "kvEvents":
-        w.kvEvents = boolOf(v, "kv_events");
+        // "zmq": kvgate subscribes to the engine (needs zmq_endpoint); "http": the engine or a bridge pushes.
+        if (v === "zmq" || v === "http") zmq = v === "zmq";
+        w.kvEvents = v === "zmq" || v === "http" ? true : boolOf(v, "kv_events");
         break;
       default:
         w[k] = intOf(v, snake(k), k === "dpStart" ? 0 : 1);
@@ -165,7 +205,20 @@ export function parseWorker(raw: unknown): WorkerConfig {
   if (url.protocol !== "http:" && url.protocol !== "https:") bad(`worker url ${w.url} must be http(s)`);
   w.url = w.url.replace(/\/+$/, "");
   if (w.role !== undefined && !["aggregated", "prefill", "decode"].includes(w.role)) bad(`unknown worker role ${w.role}`);
+  checkZmq(w, zmq);
+  if (w.bootstrapPort !== undefined && w.bootstrapPort > 65535) bad(`worker bootstrap_port must be a port number, got ${w.bootstrapPort}`);
   return w as WorkerConfig;
+}
+
+/** kv_events=zmq needs zmq_endpoint; a zmq_endpoint means KV events (kv_events=false or http contradicts it). */
+function checkZmq(w: Partial<WorkerConfig>, zmq: boolean | undefined): void {
+  for (const [name, ep] of [["zmq_endpoint", w.zmqEndpoint], ["replay_endpoint", w.replayEndpoint]] as const) {
+    if (ep !== undefined && !/^(tcp:\/\/.+:\d+|ipc:\/\/.+|inproc:\/\/.+)$/.test(ep)) bad(`worker ${name} must be tcp://host:port, ipc://… or inproc://…, got ${ep}`);
+  }
+  if (zmq === true && !w.zmqEndpoint) bad("kv_events=zmq needs zmq_endpoint");
+  if (w.zmqEndpoint && (w.kvEvents === false || zmq === false)) bad("a worker with zmq_endpoint has KV events; drop kv_events=false/http");
+  if ((w.replayEndpoint || w.kvTopic !== undefined) && !w.zmqEndpoint) bad("replay_endpoint and kv_topic need zmq_endpoint");
+  if (w.zmqEndpoint) w.kvEvents = true;
 }
 
 /** `MODEL=SOURCE` (flag form) or a map entry (JSON form: a directory/URL string or a ModelTokenizerSource). */

@@ -4,7 +4,9 @@
  * is tried while the budget lasts. A request pinned to a worker (`kvgate.worker_id`) is not moved.
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
-import { queueRejectedError, type RequestHandle, type RouteSignals } from "../routing/index.ts";
+import { queueRejectedError, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
+import { servesDisaggregated } from "./disagg-decide.ts";
+import { dispatchDisaggregated } from "./disagg-dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { retryableStatus, sendUpstream, UpstreamFailure, type Attempt } from "./upstream.ts";
 
@@ -12,6 +14,30 @@ export interface Dispatched {
   attempt: Attempt;
   handle: RequestHandle;
   signals: RouteSignals;
+  /** More response headers about the decision (disaggregated serving: where the prompt was prefilled). */
+  headers?: Record<string, string>;
+}
+
+/** How one leg of a request is routed and sent; disaggregated serving sends two legs per request. */
+export interface Leg {
+  requestId: string;
+  phase?: WorkerRole;
+  overrides?: RouteOverrides;
+  target?: WorkerTarget;
+  sessionId?: string;
+  /** Aborts routing and the attempt: the client's signal, or one that also stops when a sibling leg fails. */
+  signal: AbortSignal;
+  /** False: throw the first failure instead of trying another worker (the caller retries the legs together). */
+  retry?: boolean;
+  /** The prompt's KV arrives by transfer, so its prefill never loads the chosen worker. */
+  prefilled?: boolean;
+  /** Headers for the worker (default the exchange's). */
+  headers?: Headers;
+}
+
+/** The leg of an ordinary (aggregated) request: the client's own routing choices. */
+export function requestLeg(ex: Exchange): Leg {
+  return { requestId: ex.requestId, overrides: ex.ext.overrides, target: ex.ext.target, sessionId: ex.sessionId, signal: ex.signal };
 }
 
 export type Budget = "retriesLeft" | "migrationsLeft";
@@ -32,7 +58,13 @@ function upstreamMessage(text: string): string {
  * not worth retrying (a 2xx, or a 4xx the client must see); rejects with a KvgateError otherwise (429 queue,
  * 503 no worker, 502/504 when the last worker failed, 499 when the client left).
  */
-export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Array, bodyText: string, budget: Budget): Promise<Dispatched> {
+export function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Array, bodyText: string, budget: Budget): Promise<Dispatched> {
+  if (servesDisaggregated(gw, ex.model)) return dispatchDisaggregated(gw, ex, tokens, bodyText, budget);
+  return dispatchLeg(gw, ex, tokens, bodyText, budget, requestLeg(ex));
+}
+
+/** dispatch() for one leg: route it as `leg` says, send `bodyText`, retry on other workers unless told not to. */
+export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32Array, bodyText: string, budget: Budget, leg: Leg): Promise<Dispatched> {
   const cfg = gw.config.upstream;
   let last: { failure: UpstreamFailure; worker: string } | undefined;
   for (;;) {
@@ -40,8 +72,8 @@ export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Arr
     let outcome;
     try {
       outcome = await gw.router.route({
-        requestId: ex.requestId, tokens, model: ex.model, sessionId: ex.sessionId, signal: ex.signal, exclude,
-        overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target,
+        requestId: leg.requestId, tokens, model: ex.model, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
+        overrides: leg.overrides, priority: ex.ext.priority, target: leg.target,
       });
     } catch (e) {
       // Every worker left was excluded by this request's failures: report the failure, not the empty fleet.
@@ -51,12 +83,16 @@ export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Arr
     if (outcome.kind === "queue_rejected") throw queueRejectedError(outcome.rejection);
     if (outcome.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a dispatch");
     const { handle, signals } = outcome;
+    if (leg.prefilled) handle.firstToken();
     gw.metrics.routed(signals, ex.tokenizeMs);
     let failure: UpstreamFailure;
     try {
-      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, ex.headers, bodyText, ex.signal, cfg.headersTimeoutMs);
+      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
-      if (attempt.res.ok || !retryableStatus(status)) return { attempt, handle, signals };
+      if (attempt.res.ok || !retryableStatus(status)) {
+        gw.health.attemptSucceeded(signals.worker);
+        return { attempt, handle, signals };
+      }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);
     } catch (e) {
@@ -68,10 +104,10 @@ export async function dispatch(gw: GatewayState, ex: Exchange, tokens: Uint32Arr
     }
     handle.fail();
     gw.metrics.upstreamFailures.inc({ kind: failure.kind });
-    if (failure.kind === "connect") gw.health.connectFailed(signals.worker);
+    gw.health.attemptFailed(signals.worker, failure.kind, failure.status);
     gw.log("warn", `request ${ex.requestId}: worker ${signals.worker} ${failure.message}`);
     last = { failure, worker: signals.worker };
-    if (ex.ext.target || ex[budget] <= 0) throw failure.toKvgateError(signals.worker);
+    if (leg.target || leg.retry === false || ex[budget] <= 0) throw failure.toKvgateError(signals.worker);
     ex[budget]--;
     ex.excluded.push(signals.worker);
     gw.metrics.retries.inc({ reason: failure.kind });

@@ -17,6 +17,10 @@ export interface FleetWorker {
   kvEvents: boolean;
   totalKvBlocks?: number;
   maxBatchedTokens?: number;
+  /** kvgate subscribes to the engine's KV-event sockets itself (kv-ingest.ts). */
+  zmq?: { endpoint: string; replayEndpoint?: string; topic?: string };
+  /** SGLang prefill workers' bootstrap server port (disaggregated serving). */
+  bootstrapPort?: number;
 }
 
 export interface FleetOptions {
@@ -45,6 +49,8 @@ export class Fleet {
     const w: FleetWorker = {
       id, url: cfg.url, models, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize,
       dpStart: cfg.dpStart ?? 0, dpSize: cfg.dpSize ?? 1, kvEvents, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
+      zmq: cfg.zmqEndpoint ? { endpoint: cfg.zmqEndpoint, replayEndpoint: cfg.replayEndpoint, topic: cfg.kvTopic } : undefined,
+      bootstrapPort: cfg.bootstrapPort,
     };
     this.router.addWorker({
       id, endpoint: w.url, models, role: w.role, blockSize: w.blockSize, dpStart: w.dpStart, dpSize: w.dpSize, kvEvents,

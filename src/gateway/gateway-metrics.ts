@@ -49,6 +49,8 @@ export class GatewayMetrics {
   readonly upstreamFailures = this.registry.counter("kvgate_upstream_failures_total", "Failed worker attempts, by kind");
   readonly cancellations = this.registry.counter("kvgate_client_cancellations_total", "Requests the client abandoned before the end");
   readonly tokenized = this.registry.counter("kvgate_tokenized_requests_total", "Requests tokenized, by mode (precise or approximate)");
+  readonly disaggPrefill = this.registry.counter("kvgate_disagg_prefill_total", "Disaggregated dispatches by flow and where the prompt was prefilled: remote (prefill worker) or local (on the decode worker), with the reason");
+  readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 
   constructor() {
     // Counters exist at 0 from the start so dashboards and rate() see them before the first event.

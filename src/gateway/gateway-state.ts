@@ -10,6 +10,7 @@ import type { Fleet } from "./fleet.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 import type { KvIngest } from "./kv-ingest.ts";
 import type { Endpoint, PromptTokenizerPool } from "./prompt-tokens.ts";
+import type { EngineMetricsScraper } from "./engine-metrics.ts";
 import type { WorkerHealthMonitor } from "./worker-health.ts";
 
 export type LogFn = (level: "info" | "warn", message: string) => void;
@@ -23,6 +24,7 @@ export interface GatewayState {
   readonly tokenizers: PromptTokenizerPool;
   readonly metrics: GatewayMetrics;
   readonly health: WorkerHealthMonitor;
+  readonly engineMetrics: EngineMetricsScraper;
   readonly ingest: KvIngest;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;

@@ -12,8 +12,9 @@ import type { GatewayConfig } from "./config.ts";
 import { Fleet } from "./fleet.ts";
 import { GatewayMetrics } from "./gateway-metrics.ts";
 import type { GatewayState, LogFn } from "./gateway-state.ts";
-import { KvIngest } from "./kv-ingest.ts";
+import { KvIngest, type KvEventTransportFactory } from "./kv-ingest.ts";
 import { PromptTokenizerPool } from "./prompt-tokens.ts";
+import { EngineMetricsScraper } from "./engine-metrics.ts";
 import { WorkerHealthMonitor } from "./worker-health.ts";
 
 export interface GatewayHost {
@@ -26,6 +27,10 @@ export interface GatewayHost {
   fineNow?: NowFn;
   /** One log line (no newline); default console.error. */
   log?: (line: string) => void;
+  /** ZeroMQ subscriber for workers with a zmq_endpoint (Node, Deno); without it such workers are refused. */
+  kvEventTransport?: KvEventTransportFactory;
+  /** The runtime's name, for error messages. */
+  runtime?: string;
 }
 
 export interface Gateway {
@@ -35,6 +40,8 @@ export interface Gateway {
   fetch(req: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
   /** Housekeeping: router expiries and health probes. Adapters with timers call it every config.tickMs. */
   tick(): Promise<void> | undefined;
+  /** Closes what the gateway opened itself (ZeroMQ sockets). */
+  close(): Promise<void>;
 }
 
 function requestIds(): () => string {
@@ -60,10 +67,16 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     capacity: config.index.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
     approxTtlMs: r.approxTtlMs,
   });
-  const router = new Router({ index, now, fineNow }, {
+  const ops = config.ops;
+  // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
+  let health: WorkerHealthMonitor | undefined;
+  const router = new Router({ index, now, fineNow, observer: { booked: (b) => health?.booked(b.worker) } }, {
     policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
-    busy: { activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac },
+    busy: {
+      activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,
+      engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
+    },
     sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs,
     staleBookingMs: r.staleBookingMs, seed: r.seed,
   });
@@ -82,14 +95,24 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     log("warn", `model ${model}: routing in approximate mode (${(e as Error).message})`);
   });
   const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });
-  const health = new WorkerHealthMonitor(fleet, fetchFn, config.upstream.healthProbeMs, now, (m) => log("warn", m));
+  health = new WorkerHealthMonitor(fleet, fetchFn, {
+    intervalMs: ops.healthCheckMs, probeMs: config.upstream.healthProbeMs, timeoutMs: ops.healthTimeoutMs,
+    failThreshold: ops.healthFailThreshold, successThreshold: ops.healthSuccessThreshold,
+    circuit: { failures: ops.circuitFailures, openMs: ops.circuitOpenMs },
+  }, now, (m) => log("warn", m), metrics.registry);
+  const engineMetrics = new EngineMetricsScraper(fleet, router, fetchFn, {
+    intervalMs: ops.engineMetricsMs, staleAfter: ops.engineMetricsStaleAfter, timeoutMs: Math.max(100, Math.min(ops.engineMetricsMs, 5_000)),
+  }, now, (m) => log("warn", m), metrics.registry);
   const state: GatewayState = {
-    config, index, router, fleet, registry, tokenizers, metrics, health, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m)),
+    config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
+      onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
+    }),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
   for (const w of config.workers) {
     const added = await fleet.add(w);
+    await state.ingest.attach(added);
     log("info", `worker ${added.id}: ${added.url} serving ${added.models.join(", ")}${added.kvEvents ? " (KV events)" : ""}`);
   }
 
@@ -97,8 +120,9 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const tick = (): Promise<void> | undefined => {
     lastTick = now();
     router.tick();
-    return health.probe();
+    const work = [health!.probe(), engineMetrics.scrape()].filter((p) => p !== undefined);
+    return work.length === 0 ? undefined : Promise.all(work).then(() => undefined);
   };
   const app = createApp(state, { maybeTick: () => (now() - lastTick >= config.tickMs ? tick() : undefined) });
-  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick };
+  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: () => state.ingest.close() };
 }

@@ -1,14 +1,20 @@
 /**
- * @module KV-event ingest over HTTP: one vLLM msgpack KVEventBatch per POST (the sim's HttpPushSink contract:
- * `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`), fed into the same per-(worker, rank) streams the ZeroMQ
- * transport uses (src/events), so both obey one ingest policy and one sequence logic: duplicates dropped, a gap
- * clears the rank and marks it cold (HTTP has no replay socket), a sequence going back is an engine restart.
+ * @module KV-event ingest: every transport feeds the same per-(worker, dp rank) streams (src/events), so all obey one
+ * ingest policy and one sequence logic — duplicates dropped, a gap without replay clears the rank and marks the
+ * worker cold, a sequence number going back is an engine restart. Three transports:
+ *  - HTTP, one batch per POST (the sim's HttpPushSink: `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`);
+ *  - HTTP, many raw engine messages per POST from `kvgate bridge` (kv-ingest-frames.ts), made idempotent by the
+ *    bridge's (session, post number) so a retried POST is never applied twice;
+ *  - ZeroMQ straight from the engine, for workers with a zmq_endpoint, through a transport the runtime adapter
+ *    supplies (Node and Deno; Bun and Workers have none and refuse such workers with a clear error).
+ * A worker whose view goes cold is reported to the router, which then scores it as caching nothing until rebuilt.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
-import { emptyCounters, KvEventHub, type IngestCounters, type KvEventStream } from "../events/index.ts";
-import type { Fleet } from "./fleet.ts";
+import { emptyCounters, KvEventHub, type IngestCounters, type KvEventStream, type KvEventStreamOptions, type StreamNotice } from "../events/index.ts";
+import type { Fleet, FleetWorker } from "./fleet.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
+import type { KvFrame } from "./kv-ingest-frames.ts";
 
 export interface IngestInput {
   worker: string;
@@ -17,6 +23,14 @@ export interface IngestInput {
   /** Without one, the batch is taken as the next in order. */
   seq?: number;
   bytes: Uint8Array;
+}
+
+export interface FramesInput {
+  worker: string;
+  dpRank?: number;
+  frames: readonly KvFrame[];
+  /** The bridge's session id and the number of this POST in it; a repeat (a retry after a lost answer) is not applied again. */
+  source?: { session: string; post: number };
 }
 
 export interface IngestResult {
@@ -32,7 +46,43 @@ export interface IngestResult {
   cold: boolean;
 }
 
+export interface FramesResult extends IngestResult {
+  frames: number;
+  /** Frames that did not decode (counted, nothing changed for them). */
+  corrupt: number;
+  /** The stream's last applied sequence number (-1 before any): where a (re)connecting bridge resumes. */
+  last_seq: number;
+}
+
+/** Where an engine's ZeroMQ sockets are, as the subscriber needs it. */
+export interface ZmqAttachment extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
+  endpoint: string;
+  replayEndpoint?: string;
+  dpRanks: readonly number[];
+  topic?: string;
+}
+
+/** A ZeroMQ subscriber over the shared hub (src/runtime/zmq-subscriber.ts satisfies it). */
+export interface KvEventTransport {
+  attach(a: ZmqAttachment): Promise<unknown>;
+  detach(worker: string, opts?: { keepEntries?: boolean }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type KvEventTransportFactory = (hub: KvEventHub) => Promise<KvEventTransport>;
+
+export interface KvIngestOptions {
+  /** Told when a worker's view turns cold or trustworthy again. */
+  onCold?: (worker: string, cold: boolean) => void;
+  /** The runtime's ZeroMQ transport; absent on runtimes without one. */
+  transport?: KvEventTransportFactory;
+  /** The runtime's name, for the error when a worker needs ZeroMQ and there is none. */
+  runtime?: string;
+}
+
 const SKIPS: readonly (keyof IngestCounters)[] = ["droppedBlockSize", "droppedTokenCount", "droppedTier", "droppedGroup", "droppedExtraKeys", "droppedLora", "unknownEvents"];
+/** Blocks a cold worker must store before its view is trusted again, when its KV capacity is not configured. */
+export const DEFAULT_REBUILD_BLOCKS = 4096;
 
 function delta(after: IngestCounters, before: IngestCounters): IngestCounters {
   const d = emptyCounters();
@@ -42,28 +92,21 @@ function delta(after: IngestCounters, before: IngestCounters): IngestCounters {
 
 export class KvIngest {
   readonly hub: KvEventHub;
+  /** Last POST applied per stream and bridge session. */
+  readonly #posts = new Map<string, { session: string; post: number }>();
+  #transport: Promise<KvEventTransport> | undefined;
+  readonly #zmqWorkers = new Set<string>();
 
-  constructor(index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics, private readonly log: (m: string) => void) {
+  constructor(index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics, private readonly log: (m: string) => void,
+    private readonly opts: KvIngestOptions = {}) {
     this.hub = new KvEventHub(index);
   }
 
+  /** One msgpack KVEventBatch (HTTP push). Corrupt bodies and index refusals throw typed errors. */
   ingest(input: IngestInput): IngestResult {
-    const w = this.fleet.get(input.worker);
-    if (!w) {
-      this.metrics.kvBatches.inc({ result: "unknown_worker" });
-      throw new KvgateError("KVGATE_ERR_UNKNOWN_WORKER", `unknown worker ${input.worker}`, { worker: input.worker });
-    }
-    const rank = input.dpRank ?? w.dpStart;
-    if (rank < w.dpStart || rank >= w.dpStart + w.dpSize) {
-      this.metrics.kvBatches.inc({ result: "bad_rank" });
-      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} has no dp rank ${rank}`, { worker: w.id });
-    }
-    if (!w.kvEvents) {
-      // Routed on kvgate's own decisions: its events would describe tokens kvgate does not hash (README, modes).
-      this.metrics.kvBatches.inc({ result: "ignored" });
-      return { result: "ignored", events: 0, gap: 0, restarted: false, skipped: 0, cold: false };
-    }
-    const s = this.#stream(w.id, rank, w.blockSize);
+    const w = this.#worker(input.worker, input.dpRank);
+    if (!w.kvEvents) return this.#ignored();
+    const s = this.#stream(w, input.dpRank ?? w.dpStart);
     const before = { ...s.counters };
     s.onBatch(input.seq ?? s.lastSeq + 1, input.bytes);
     const d = delta(s.counters, before);
@@ -77,21 +120,113 @@ export class KvIngest {
     }
     const result = d.staleBatches > 0 ? "duplicate" : "applied";
     this.metrics.kvBatches.inc({ result: d.restarts > 0 ? "restart" : d.gaps > 0 ? "gap" : result === "duplicate" ? "duplicate" : "ok" });
+    return this.#result(result, d, s);
+  }
+
+  /**
+   * Raw engine messages forwarded by a bridge, applied in order. A frame that does not decode is counted and skipped
+   * (the others still apply: failing the whole POST would make the bridge resend what was already applied).
+   */
+  ingestFrames(input: FramesInput): FramesResult {
+    const w = this.#worker(input.worker, input.dpRank);
+    const rank = input.dpRank ?? w.dpStart;
+    if (!w.kvEvents) return { ...this.#ignored(), frames: input.frames.length, corrupt: 0, last_seq: -1 };
+    const s = this.#stream(w, rank);
+    const key = `${rank}\u0000${w.id}`;
+    const src = input.source;
+    const last = this.#posts.get(key);
+    if (src && last && last.session === src.session && src.post <= last.post) {
+      this.metrics.kvBatches.inc({ result: "duplicate_post" }, input.frames.length);
+      return { ...this.#result("duplicate", emptyCounters(), s), frames: input.frames.length, corrupt: 0, last_seq: s.lastSeq };
+    }
+    const before = { ...s.counters };
+    for (const f of input.frames) s.onMessage([f.topic, f.seq, f.payload]);
+    if (src) this.#posts.set(key, { session: src.session, post: src.post });
+    const d = delta(s.counters, before);
+    const ok = Math.max(0, d.batches - d.restarts - d.gaps);
+    if (ok > 0) this.metrics.kvBatches.inc({ result: "ok" }, ok);
+    for (const [k, label] of [["gaps", "gap"], ["restarts", "restart"], ["staleBatches", "duplicate"], ["corruptFrames", "corrupt"], ["applyErrors", "apply_error"]] as const) {
+      if (d[k] > 0) this.metrics.kvBatches.inc({ result: label }, d[k]);
+    }
+    const result = d.batches === 0 && d.staleBatches > 0 ? "duplicate" : "applied";
+    return { ...this.#result(result, d, s), frames: input.frames.length, corrupt: d.corruptFrames, last_seq: s.lastSeq };
+  }
+
+  /** Starts receiving a worker's events over ZeroMQ when it has a zmq endpoint; a clear error where the runtime has no ZeroMQ. */
+  async attach(w: FleetWorker): Promise<void> {
+    if (!w.zmq) return;
+    if (!this.opts.transport) {
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT",
+        `worker ${w.id} has zmq_endpoint ${w.zmq.endpoint}, but ${this.opts.runtime ?? "this runtime"} cannot open ZeroMQ sockets; ` +
+        `run \`kvgate bridge --zmq ${w.zmq.endpoint} --to <this gateway>/admin/kv-events --worker ${w.id}\` next to the engine and drop zmq_endpoint`);
+    }
+    const transport = await (this.#transport ??= this.opts.transport(this.hub));
+    const ranks = Array.from({ length: w.dpSize }, (_, i) => w.dpStart + i);
+    await transport.attach({
+      endpoint: w.zmq.endpoint, replayEndpoint: w.zmq.replayEndpoint, topic: w.zmq.topic, dpRanks: ranks,
+      ...this.#streamOptions(w),
+    });
+    this.#zmqWorkers.add(w.id);
+  }
+
+  /** Closes a removed worker's streams and sockets (the router already dropped its entries); a re-added worker starts over. */
+  forget(worker: string): void {
+    for (const k of this.#posts.keys()) if (k.endsWith(`\u0000${worker}`)) this.#posts.delete(k);
+    if (this.#zmqWorkers.delete(worker) && this.#transport) {
+      void this.#transport.then((t) => t.detach(worker, { keepEntries: true })).catch((e: unknown) => this.log(`closing the ZeroMQ sockets of ${worker}: ${String(e)}`));
+      return;
+    }
+    this.hub.close(worker, { keepEntries: true });
+  }
+
+  /** Closes every ZeroMQ socket (shutdown). */
+  async close(): Promise<void> {
+    if (this.#transport) await (await this.#transport).close();
+  }
+
+  #worker(id: string, dpRank: number | undefined): FleetWorker {
+    const w = this.fleet.get(id);
+    if (!w) {
+      this.metrics.kvBatches.inc({ result: "unknown_worker" });
+      throw new KvgateError("KVGATE_ERR_UNKNOWN_WORKER", `unknown worker ${id}`, { worker: id });
+    }
+    const rank = dpRank ?? w.dpStart;
+    if (rank < w.dpStart || rank >= w.dpStart + w.dpSize) {
+      this.metrics.kvBatches.inc({ result: "bad_rank" });
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} has no dp rank ${rank}`, { worker: w.id });
+    }
+    return w;
+  }
+
+  #ignored(): IngestResult {
+    // Routed on kvgate's own decisions: its events would describe tokens kvgate does not hash (README, modes).
+    this.metrics.kvBatches.inc({ result: "ignored" });
+    return { result: "ignored", events: 0, gap: 0, restarted: false, skipped: 0, cold: false };
+  }
+
+  #result(result: IngestResult["result"], d: IngestCounters, s: KvEventStream): IngestResult {
     return {
       result, events: d.storedEvents + d.removedEvents + d.clearedEvents, gap: d.gaps, restarted: d.restarts > 0,
       skipped: SKIPS.reduce((n, k) => n + d[k], 0), cold: s.cold,
     };
   }
 
-  #stream(worker: string, rank: number, blockSize: number): KvEventStream {
-    return this.hub.get(worker, rank) ?? this.hub.open({
-      worker, dpRank: rank, blockSize,
-      onNotice: (n) => this.log(`KV events of ${n.worker} rank ${n.dpRank}: ${n.kind} (${n.detail})`),
-    });
+  #streamOptions(w: FleetWorker): Omit<KvEventStreamOptions, "dpRank" | "replay"> {
+    return {
+      worker: w.id, blockSize: w.blockSize, rebuildAfterBlocks: w.totalKvBlocks ?? DEFAULT_REBUILD_BLOCKS,
+      onNotice: (n) => this.#notice(n),
+    };
   }
 
-  /** Closes a removed worker's streams (the router already dropped its entries); a re-added worker starts over. */
-  forget(worker: string): void {
-    this.hub.close(worker, { keepEntries: true });
+  #notice(n: StreamNotice): void {
+    this.log(`KV events of ${n.worker} rank ${n.dpRank}: ${n.kind} (${n.detail})`);
+    if (n.kind === "cold" || n.kind === "rebuilt") this.opts.onCold?.(n.worker, this.hub.isCold(n.worker));
+  }
+
+  #stream(w: FleetWorker, rank: number): KvEventStream {
+    if (this.#zmqWorkers.has(w.id)) {
+      throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} receives its KV events over ZeroMQ; HTTP batches would interleave with them`, { worker: w.id });
+    }
+    return this.hub.get(w.id, rank) ?? this.hub.open({ ...this.#streamOptions(w), dpRank: rank });
   }
 }

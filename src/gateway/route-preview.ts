@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import type { RouteSignals } from "../routing/index.ts";
+import { servesDisaggregated } from "./disagg-decide.ts";
 import { prepareExchange } from "./exchange.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { readJsonObject } from "../core/json-body.ts";
@@ -37,8 +38,10 @@ export function routePreviewHandler(gw: GatewayState) {
   return async function routePreview(c: Context): Promise<Response> {
     const raw = await readJsonObject(c.req.raw);
     const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw);
+    // A disaggregated model is previewed on its decode pool (where the client's stream would come from).
+    const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
     const s = await gw.router.query({
-      requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, exclude: ex.ext.exclude,
+      requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude,
       overrides: ex.ext.overrides, target: ex.ext.target,
     });
     return c.json(previewBody(s, ex.tokenizeMs), 200, { "x-gateway-destination-endpoint": new URL(s.endpoint).host });

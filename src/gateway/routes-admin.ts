@@ -4,28 +4,33 @@
  *
  *   GET    /admin/workers              the fleet with each rank's live load
  *   POST   /admin/workers              {url, id?, models?, block_size?, dp_size?, dp_start?, role?, kv_events?,
- *                                       total_kv_blocks?, max_batched_tokens?} → 201
+ *                                       total_kv_blocks?, max_batched_tokens?, bootstrap_port?} → 201
  *   PATCH  /admin/workers/:id          {health: "healthy" | "draining" | "unhealthy"}
  *   POST   /admin/workers/:id/drain    no new requests; in-flight ones finish
  *   DELETE /admin/workers/:id          forget it (its bookings are freed, its cache entries dropped)
- *   POST   /admin/kv-events            one vLLM KVEventBatch (msgpack) with x-kvgate-worker, x-kvgate-dp-rank, x-kvgate-seq
+ *   POST   /admin/kv-events            one vLLM KVEventBatch (msgpack) with x-kvgate-worker, x-kvgate-dp-rank, x-kvgate-seq;
+ *                                       or (content-type application/vnd.kvgate.kv-frames) raw engine messages from
+ *                                       `kvgate bridge`, with x-kvgate-bridge (session) and x-kvgate-post (number)
  */
 import { Hono, type Context } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { bodyLimit } from "hono/body-limit";
+import { bodyLimit } from "./body-limit.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { WorkerHealth } from "../routing/index.ts";
 import { parseWorker } from "./config.ts";
 import type { FleetWorker } from "./fleet.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { readJsonObject } from "../core/json-body.ts";
+import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "./kv-ingest-frames.ts";
 
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);
   return {
     id: w.id, url: w.url, models: w.models, role: w.role, block_size: w.blockSize, dp_start: w.dpStart, dp_size: w.dpSize,
     kv_events: w.kvEvents, total_kv_blocks: w.totalKvBlocks ?? null, max_batched_tokens: w.maxBatchedTokens ?? null,
-    health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id),
+    bootstrap_port: w.bootstrapPort ?? null,
+    health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id), circuit: gw.health.circuitState(w.id) ?? null,
+    engine_metrics_stale: gw.engineMetrics.isStale(w.id),
     ranks: ranks.map((r) => ({ dp_rank: r.dpRank, active_requests: r.activeRequests, active_blocks: r.activeBlocks, active_prefill_tokens: r.activePrefillTokens })),
   };
 }
@@ -51,6 +56,12 @@ export function adminRoutes(gw: GatewayState): Hono {
 
   admin.post("/workers", async (c) => {
     const w = await gw.fleet.add(parseWorker(await readJsonObject(c.req.raw)));
+    try {
+      await gw.ingest.attach(w);
+    } catch (e) {
+      gw.fleet.remove(w.id);
+      throw e;
+    }
     gw.log("info", `worker ${w.id} added: ${w.url} serving ${w.models.join(", ")}${w.kvEvents ? " (KV events)" : ""}`);
     return c.json(workerJson(gw, w), 201);
   });
@@ -62,14 +73,14 @@ export function adminRoutes(gw: GatewayState): Hono {
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "health must be healthy, draining or unhealthy", { param: "health" });
     }
     gw.fleet.setHealth(id, health as WorkerHealth);
-    gw.health.forget(id);
+    gw.health.operatorSet(id, health);
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 
   admin.post("/workers/:id/drain", (c) => {
     const id = c.req.param("id");
     gw.fleet.setHealth(id, "draining");
-    gw.health.forget(id);
+    gw.health.operatorSet(id, "draining");
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 
@@ -82,10 +93,20 @@ export function adminRoutes(gw: GatewayState): Hono {
     return c.json({ id, removed: true, freed_bookings: freed });
   });
 
-  admin.post("/kv-events", bodyLimit({ maxSize: gw.config.maxBodyBytes }), async (c) => {
+  admin.post("/kv-events", bodyLimit(gw.config.maxBodyBytes), async (c) => {
     const worker = c.req.header("x-kvgate-worker");
     if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "x-kvgate-worker is required");
     const bytes = new Uint8Array(await c.req.arrayBuffer());
+    if ((c.req.header("content-type") ?? "").startsWith(KV_FRAMES_CONTENT_TYPE)) {
+      const session = c.req.header("x-kvgate-bridge");
+      const post = optionalInt(c, "x-kvgate-post");
+      const r = gw.ingest.ingestFrames({
+        worker, dpRank: optionalInt(c, "x-kvgate-dp-rank"), frames: decodeKvFrames(bytes),
+        source: session && post !== undefined ? { session, post } : undefined,
+      });
+      if (r.gap > 0) gw.log("warn", `worker ${worker}: ${r.gap} gap(s) in its KV-event sequence (its cache view is cold until rebuilt)`);
+      return c.json(r);
+    }
     const r = gw.ingest.ingest({ worker, dpRank: optionalInt(c, "x-kvgate-dp-rank"), seq: optionalInt(c, "x-kvgate-seq"), bytes });
     if (r.gap > 0) gw.log("warn", `worker ${worker}: ${r.gap} KV-event batches lost before this one (its cache view may be stale)`);
     if (r.restarted) gw.log("info", `worker ${worker}: KV events restarted at seq 0; its cached blocks were cleared`);

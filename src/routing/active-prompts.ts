@@ -11,7 +11,7 @@
  */
 
 /** One prompt: `n` sequence hashes as interleaved (lo, hi) u32 pairs. */
-interface Prompt {
+export interface Prompt {
   readonly keys: Uint32Array;
   readonly n: number;
 }
@@ -28,7 +28,7 @@ export function commonPrefix(a: Uint32Array, na: number, b: Uint32Array, nb: num
 }
 
 /** Lexicographic order on block hashes (hi word, then lo word, unsigned); a prefix sorts first. */
-function compare(a: Uint32Array, na: number, b: Uint32Array, nb: number): number {
+export function compare(a: Uint32Array, na: number, b: Uint32Array, nb: number): number {
   const l = commonPrefix(a, na, b, nb);
   if (l === na || l === nb) return na - nb;
   return a[2 * l + 1]! - b[2 * l + 1]! || a[2 * l]! - b[2 * l]!;
@@ -63,36 +63,37 @@ export class ActivePrompts {
     this.#count++;
   }
 
-  /** Removes one live prompt with these blocks; returns false if none is live. */
+  /** Removes one live prompt with these blocks (the entry added with this very array when there is one); false if none is live. */
   remove(keys: Uint32Array, n: number): boolean {
     if (n === 0) return true;
     const group = this.#groups.get(groupOf(keys));
     if (!group) return false;
-    const at = lowerBound(group, keys, n);
-    const hit = group[at];
-    if (!hit || compare(hit.keys, hit.n, keys, n) !== 0) return false;
-    // Equal prompts are interchangeable for the count, so removing whichever sorts first is exact.
+    let at = lowerBound(group, keys, n);
+    const first = group[at];
+    if (!first || compare(first.keys, first.n, keys, n) !== 0) return false;
+    // Equal prompts are interchangeable for the count, but their key buffers are not: the caller recycles its buffer
+    // after removal, so the entry that goes must be the one holding that very buffer (equal prompts sit together).
+    for (let i = at; i < group.length && group[i]!.n === n && compare(group[i]!.keys, n, keys, n) === 0; i++) {
+      if (group[i]!.keys === keys) {
+        at = i;
+        break;
+      }
+    }
     group.splice(at, 1);
     this.#distinct -= n - neighbourPrefix(group, at, keys, n);
     this.#count--;
     if (group.length === 0) this.#groups.delete(groupOf(keys));
     return true;
   }
-
-  /** Leading blocks of this prompt already held by some live prompt (its overlap with in-flight work). */
-  sharedPrefix(keys: Uint32Array, n: number): number {
-    if (n === 0) return 0;
-    const group = this.#groups.get(groupOf(keys));
-    return group ? neighbourPrefix(group, lowerBound(group, keys, n), keys, n) : 0;
-  }
 }
 
-function groupOf(keys: Uint32Array): number {
+/** Prompts with different first blocks share nothing: 30 bits of the first hash (a small-integer Map key in V8). */
+export function groupOf(keys: Uint32Array): number {
   return keys[0]! & 0x3fffffff;
 }
 
 /** First index whose prompt does not sort before (keys, n). */
-function lowerBound(group: readonly Prompt[], keys: Uint32Array, n: number): number {
+export function lowerBound(group: readonly Prompt[], keys: Uint32Array, n: number): number {
   let lo = 0, hi = group.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;

@@ -4,6 +4,8 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import type { NowFn } from "./clock.ts";
+import type { InflightPrefixes } from "./inflight-prefixes.ts";
+import { KeyPool } from "./key-pool.ts";
 import type { FreeReason } from "./routing-types.ts";
 import type { RankState } from "./worker-registry.ts";
 
@@ -16,8 +18,11 @@ export interface Booking {
   readonly prefillTokens: number;
   /** Complete prompt blocks. */
   readonly blocks: number;
-  /** Sequence hashes of the prompt blocks as (lo, hi) u32 pairs; absent when KV reuse is not assumed. */
-  readonly keys: Uint32Array | undefined;
+  /**
+   * Sequence hashes of the prompt blocks as (lo, hi) u32 pairs, in pooled storage; absent when KV reuse is not
+   * assumed, and cleared at free (the buffer goes back to the pool).
+   */
+  keys: Uint32Array | undefined;
   readonly bookedAt: number;
   readonly sessionId: string | undefined;
   prefillDone: boolean;
@@ -28,6 +33,7 @@ export interface BookingInput {
   requestId: string;
   prefillTokens: number;
   blocks: number;
+  /** At least 2 × `blocks` words; copied at booking, so a caller may reuse its buffer afterwards. */
   keys: Uint32Array | undefined;
   sessionId?: string;
 }
@@ -35,6 +41,8 @@ export interface BookingInput {
 export interface ActiveSequencesOptions {
   staleBookingMs: number;
   staleCheckEveryMs: number;
+  /** Fleet-wide index of the bookings' prompts, kept in step with them (selection reads it). */
+  inflight?: InflightPrefixes;
   /** Called once per freed booking, after the load was released. */
   onFree?: (booking: Booking, reason: FreeReason) => void;
 }
@@ -43,6 +51,7 @@ export class ActiveSequences {
   readonly #byRequest = new Map<string, Booking>();
   readonly #byId = new Map<number, Booking>();
   readonly #byRank = new Map<RankState, Set<Booking>>();
+  readonly #keyPool = new KeyPool();
   #nextId = 1;
   #lastStaleCheck = -Infinity;
 
@@ -59,13 +68,16 @@ export class ActiveSequences {
     const now = this.now();
     const b: Booking = {
       id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
-      blocks: input.blocks, keys: input.keys, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
+      blocks: input.blocks, keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
     };
     const load = rank.load;
     load.activeRequests++;
     load.activePrefillTokens += b.prefillTokens;
     load.summedBlocks += b.blocks;
-    if (b.keys) load.prompts.add(b.keys, b.blocks);
+    if (b.keys) {
+      load.prompts.add(b.keys, b.blocks);
+      this.options.inflight?.add(b.keys, b.blocks, rank.slot);
+    }
     this.#byRequest.set(b.requestId, b);
     this.#byId.set(b.id, b);
     let set = this.#byRank.get(rank);
@@ -92,6 +104,13 @@ export class ActiveSequences {
     const load = b.rank.load;
     if (b.keys && !load.prompts.remove(b.keys, b.blocks)) {
       throw new KvgateError("KVGATE_ERR_STATE", `booking ${b.id} of ${b.requestId} was not among its rank's prompts`);
+    }
+    if (b.keys) {
+      if (this.options.inflight && !this.options.inflight.remove(b.keys, b.blocks)) {
+        throw new KvgateError("KVGATE_ERR_STATE", `booking ${b.id} of ${b.requestId} was not among the in-flight prompts`);
+      }
+      this.#keyPool.release(b.keys);
+      b.keys = undefined;
     }
     b.freed = reason;
     load.activeRequests--;

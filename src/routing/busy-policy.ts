@@ -6,7 +6,8 @@ import { DEFAULT_MAX_BATCHED_TOKENS, type BusyThresholds } from "./router-config
 import type { RankState, WorkerEntry } from "./worker-registry.ts";
 
 export function hasBusyThresholds(t: BusyThresholds): boolean {
-  return t.activeDecodeBlocksFrac !== undefined || t.activePrefillTokens !== undefined || t.activePrefillTokensFrac !== undefined;
+  return t.activeDecodeBlocksFrac !== undefined || t.activePrefillTokens !== undefined || t.activePrefillTokensFrac !== undefined ||
+    t.engineWaiting !== undefined || t.engineKvUsage !== undefined || t.engineStale === true;
 }
 
 /** Any configured threshold exceeded; a threshold that needs an unknown capacity is skipped for that worker. */
@@ -17,6 +18,13 @@ export function rankBusy(rank: RankState, t: BusyThresholds): boolean {
   if (t.activePrefillTokens !== undefined && load.activePrefillTokens > t.activePrefillTokens) return true;
   if (t.activePrefillTokensFrac !== undefined && w.maxBatchedTokens !== undefined &&
       load.activePrefillTokens > t.activePrefillTokensFrac * w.maxBatchedTokens) return true;
+  // What the engine itself reports (other routers' traffic included); stale reports count as saturated.
+  const e = load.engine;
+  if (e !== undefined) {
+    if (e.stale) return t.engineStale === true;
+    if (t.engineWaiting !== undefined && e.waiting > t.engineWaiting) return true;
+    if (t.engineKvUsage !== undefined && e.kvUsage !== undefined && e.kvUsage > t.engineKvUsage) return true;
+  }
   return false;
 }
 

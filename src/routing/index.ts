@@ -10,6 +10,7 @@ export { DEFAULT_CONFIG, DEFAULT_MAX_BATCHED_TOKENS, resolveConfig } from "./rou
 export type { RouterConfig, RouterConfigInput, BusyThresholds, QueuePolicy, AffinityMode } from "./router-config.ts";
 export { ManualClock, performanceNow } from "./clock.ts";
 export type { NowFn } from "./clock.ts";
+export type { EngineReport } from "./rank-load.ts";
 export { createPrng } from "./prng.ts";
 export type { RandomSource } from "./prng.ts";
 export type * from "./routing-types.ts";

@@ -5,22 +5,30 @@ import { ActivePrompts } from "./active-prompts.ts";
  * Mutated only by ActiveSequences so the totals always equal the sum over live bookings (the property test checks it).
  * With KV reuse assumed, active blocks are distinct prompt blocks (shared prefixes counted once); otherwise a plain sum.
  */
+/** What the engine itself last reported for this rank (its /metrics), next to the router's own accounting. */
+export interface EngineReport {
+  running: number;
+  waiting: number;
+  /** KV-cache usage 0..1, when the engine reports it. */
+  kvUsage?: number;
+  /** No successful scrape for too long: the numbers are old, and the rank counts as saturated. */
+  stale: boolean;
+}
+
 export class RankLoad {
   readonly prompts = new ActivePrompts();
   /** Prompt blocks of live bookings, summed without dedupe (used when KV reuse is not assumed). */
   summedBlocks = 0;
   activePrefillTokens = 0;
   activeRequests = 0;
+  /** The engine's own report (scraped /metrics), when the gateway scrapes it. */
+  engine: EngineReport | undefined = undefined;
+  /** KV blocks in use as the engine reports them (usage × capacity); 0 when unknown or stale. The cost takes the larger of this and activeBlocks. */
+  engineBlocks = 0;
 
   constructor(readonly assumeKvReuse: boolean) {}
 
   get activeBlocks(): number {
     return this.assumeKvReuse ? this.prompts.distinctBlocks : this.summedBlocks;
-  }
-
-  /** Blocks of this prompt already counted in activeBlocks (in-flight requests sharing the prefix). */
-  activeOverlap(keys: Uint32Array | undefined, n: number): number {
-    if (!this.assumeKvReuse || keys === undefined || this.activeRequests === 0) return 0;
-    return this.prompts.sharedPrefix(keys, n);
   }
 }

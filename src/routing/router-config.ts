@@ -12,6 +12,12 @@ export interface BusyThresholds {
   activePrefillTokens?: number;
   /** A rank is busy when active prefill tokens exceed this fraction of max batched tokens (needs maxBatchedTokens). */
   activePrefillTokensFrac?: number;
+  /** A rank is busy when its engine reports more than this many waiting requests (needs engine metrics). */
+  engineWaiting?: number;
+  /** A rank is busy when its engine reports KV-cache usage above this fraction (needs engine metrics). */
+  engineKvUsage?: number;
+  /** A rank whose engine metrics went stale counts as busy (set when the gateway scrapes engine metrics). */
+  engineStale?: boolean;
 }
 
 export interface RouterConfig {
@@ -90,6 +96,8 @@ export function validateBusy(b: BusyThresholds): BusyThresholds {
   nonNegative("busy.activeDecodeBlocksFrac", b.activeDecodeBlocksFrac);
   nonNegative("busy.activePrefillTokens", b.activePrefillTokens);
   nonNegative("busy.activePrefillTokensFrac", b.activePrefillTokensFrac);
+  nonNegative("busy.engineWaiting", b.engineWaiting);
+  nonNegative("busy.engineKvUsage", b.engineKvUsage);
   return { ...b };
 }
 

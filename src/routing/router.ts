@@ -7,6 +7,7 @@ import type { KvIndex } from "../core/kv-index.ts";
 import type { Booking } from "./active-sequences.ts";
 import { performanceNow, type NowFn } from "./clock.ts";
 import { createPrng, type RandomSource } from "./prng.ts";
+import type { EngineReport } from "./rank-load.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
 import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
@@ -97,6 +98,25 @@ export class Router {
   setWorkerHealth(id: string, health: WorkerHealth): void {
     this.#core.registry.setHealth(id, health);
     this.#core.drain();
+  }
+
+  /** Whether the worker's KV-event view is cold (lost events): then its cache overlap counts as 0 in scoring. */
+  setCacheCold(id: string, cold: boolean): void {
+    const w = this.#core.registry.get(id);
+    if (w) w.cacheCold = cold;
+  }
+
+  /**
+   * What the engine reports for one rank (scraped /metrics), or undefined to forget it: feeds the busy policy and
+   * lifts the rank's decode load in the cost to the engine's KV usage when that is higher than kvgate's own count.
+   */
+  setEngineLoad(id: string, dpRank: number, report: EngineReport | undefined): void {
+    const w = this.#core.registry.get(id);
+    const r = w?.ranks.find((x) => x.dpRank === dpRank);
+    if (!w || !r) return;
+    r.load.engine = report;
+    r.load.engineBlocks = report && !report.stale && report.kvUsage !== undefined && w.totalKvBlocks !== undefined
+      ? Math.round(report.kvUsage * w.totalKvBlocks) : 0;
   }
 
   /** Stops new requests to the worker; its in-flight bookings run to completion. */

@@ -5,6 +5,7 @@
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { ActiveSequences, type Booking } from "./active-sequences.ts";
+import { InflightPrefixes } from "./inflight-prefixes.ts";
 import { AdmissionQueue, type QueueOutcome, type StepResult } from "./admission-queue.ts";
 import { rankBusy, saturated, withoutBusy } from "./busy-policy.ts";
 import { eligibleRanks, noWorkers, phaseOf, resolveTarget } from "./candidates.ts";
@@ -73,11 +74,12 @@ export class RoutingCore {
   constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
     rand: RandomSource, private readonly hooks: CoreHooks) {
     this.registry = new WorkerRegistry(index, config.assumeKvReuse);
+    const inflight = new InflightPrefixes(index.options.maxSlots);
     this.sequences = new ActiveSequences(now, {
-      staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
+      inflight, staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
       onFree: (b, reason) => this.#freed(b, reason),
     });
-    this.selector = new Selector(index, rand, fine, config.policy);
+    this.selector = new Selector(index, rand, fine, config.policy, inflight);
     this.queue = new AdmissionQueue(now, {
       policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,
     });

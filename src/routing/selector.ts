@@ -10,6 +10,12 @@ import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
 import type { RankState } from "./worker-registry.ts";
 
+/** Per rank slot, how many leading blocks of a prompt its in-flight prompts already hold (see InflightPrefixes). */
+export interface InflightOverlap {
+  query(keys: Uint32Array, n: number): void;
+  sharedOf(slot: number): number;
+}
+
 export interface SelectParams {
   /** Non-empty; when `pinned` is set it is the only rank considered. */
   candidates: readonly RankState[];
@@ -33,7 +39,10 @@ export interface Selection {
   cost: number;
   potentialPrefillTokens: number;
   potentialDecodeBlocks: number;
-  /** Sequence hashes as (lo, hi) u32 pairs, when read. */
+  /**
+   * Sequence hashes as (lo, hi) u32 pairs for the first `promptBlocks` blocks (the array may be longer), when read;
+   * the selector's scratch, valid until its next select (booking copies).
+   */
   keys: Uint32Array | undefined;
   hashMatchMs: number;
   /** Fine-timer reading when matching ended; scheduling time is measured from here to the end of booking. */
@@ -45,10 +54,17 @@ export class Selector {
   readonly #overlap: Int32Array;
   readonly #stamp: Int32Array;
   #generation = 0;
+  /** Reused for every request's keys: a fresh array per request would cost a GC-tracked backing store each time. */
+  #keys = new Uint32Array(0);
   /** Set for a cache-blind policy: it overrides the kernel's choice (costs are still computed for the signals). */
   readonly #picker: PolicyPicker | undefined;
 
-  constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn, policy: RoutingPolicy = "kv") {
+  /**
+   * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
+   *   already active there); without it no in-flight overlap is credited.
+   */
+  constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn,
+    policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
@@ -80,8 +96,10 @@ export class Selector {
     }
     let best = 0;
     for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
-    const keys = p.assumeKvReuse && (p.willBook || anyActive) ? readKeys(this.index, promptBlocks) : undefined;
+    const keys = p.assumeKvReuse && (p.willBook || anyActive) ? this.#readKeys(promptBlocks) : undefined;
     const isl = req.tokens.length;
+    const inflight = keys !== undefined && anyActive ? this.inflight : undefined;
+    inflight?.query(keys!, promptBlocks);
 
     // The core's cost kernel reads f64 columns of `stride` entries; fill them straight from the rank loads.
     const { f64, base, stride, run } = this.index.scoreColumns();
@@ -92,8 +110,8 @@ export class Selector {
       const r = ranks[i]!, load = r.load;
       f64[overlapCol + i] = this.#overlapOf(r, gen);
       f64[prefillCol + i] = load.activePrefillTokens;
-      f64[decodeCol + i] = load.activeBlocks;
-      f64[activeCol + i] = load.activeOverlap(keys, promptBlocks);
+      f64[decodeCol + i] = load.engineBlocks > load.activeBlocks ? load.engineBlocks : load.activeBlocks;
+      f64[activeCol + i] = inflight !== undefined && load.activeRequests > 0 ? inflight.sharedOf(r.slot) : 0;
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
     }
@@ -112,6 +130,13 @@ export class Selector {
     };
   }
 
+  /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs, BigInt-free, in the scratch buffer. */
+  #readKeys(blocks: number): Uint32Array {
+    if (this.#keys.length < 2 * blocks) this.#keys = new Uint32Array(Math.max(2 * blocks, 2 * this.#keys.length));
+    this.index.lastSequenceWordsInto(this.#keys);
+    return this.#keys;
+  }
+
   #nextGeneration(): number {
     this.#generation = (this.#generation + 1) | 0;
     if (this.#generation === 0) {
@@ -123,7 +148,8 @@ export class Selector {
   }
 
   #overlapOf(r: RankState, gen: number): number {
-    return this.#stamp[r.slot] === gen ? this.#overlap[r.slot]! : 0;
+    // A cold worker's index entries are a partial view (events were lost): its overlap is not trusted.
+    return this.#stamp[r.slot] === gen && !r.worker.cacheCold ? this.#overlap[r.slot]! : 0;
   }
 
   /**
@@ -147,11 +173,4 @@ export class Selector {
     if (again < 0 || again >= ranks.length) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${again}`);
     return again;
   }
-}
-
-/** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs: BigInt-free after the copy out of WASM. */
-function readKeys(index: KvIndex, blocks: number): Uint32Array {
-  const out = new BigUint64Array(blocks);
-  index.lastSequenceHashesInto(out);
-  return new Uint32Array(out.buffer);
 }

@@ -14,6 +14,8 @@ export interface WorkerEntry {
   readonly maxBatchedTokens?: number;
   readonly kvEvents: boolean;
   health: WorkerHealth;
+  /** The KV-event view of this worker lost events it could not recover: score it as caching nothing until rebuilt. */
+  cacheCold?: boolean;
   readonly ranks: readonly RankState[];
   /** False once removed; lets holders of a stale reference notice. */
   registered: boolean;
@@ -72,7 +74,7 @@ export class WorkerRegistry {
     const entry: WorkerEntry = {
       id: spec.id, endpoint: spec.endpoint, models: [...spec.models], role, blockSize: spec.blockSize,
       totalKvBlocks: spec.totalKvBlocks, maxBatchedTokens: spec.maxBatchedTokens, kvEvents: spec.kvEvents ?? true,
-      health, ranks, registered: true,
+      health, cacheCold: false, ranks, registered: true,
     };
     try {
       for (let r = dpStart; r < dpStart + dpSize; r++) {

@@ -9,7 +9,9 @@ declare const Bun: {
 };
 
 try {
-  const boot = await bootGateway({ argv: Bun.argv.slice(2), env: Bun.env, readFile: (p) => Bun.file(p).text(), write: (t) => void process.stdout.write(t) });
+  const boot = await bootGateway({ argv: Bun.argv.slice(2), env: Bun.env, readFile: (p) => Bun.file(p).text(), write: (t) => void process.stdout.write(t),
+    // The native zeromq module aborts Bun 1.4.5: workers with a zmq_endpoint are refused; use `kvgate bridge`.
+    runtime: "Bun" });
   if (boot.kind === "gateway") {
     const { gateway, config } = boot;
     // Bun closes connections idle for 10 s by default; a long prefill is silent for longer. 0 = no idle limit.

@@ -11,6 +11,8 @@ const PROCESS_COMMANDS: Record<string, (args: readonly string[]) => Promise<numb
   serve: serveOnNode,
   sim: runSimCommandOnNode,
   replay: runReplayCommandOnNode,
+  // Loaded on demand: the bridge pulls in the native zeromq module, which no other command needs.
+  bridge: async (args) => (await import("./bridge-command.ts")).runBridgeCommandOnNode(args),
 };
 
 try {

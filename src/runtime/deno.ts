@@ -1,4 +1,7 @@
-/** @module Serves the gateway on Deno: `deno run --allow-net --allow-read --allow-env src/runtime/deno.ts [options]`. */
+/**
+ * @module Serves the gateway on Deno: `deno run --allow-net --allow-read --allow-env src/runtime/deno.ts [options]`
+ * (add --allow-ffi for workers with a zmq_endpoint).
+ */
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
 
 declare const Deno: {
@@ -16,14 +19,18 @@ const encoder = new TextEncoder();
 const out = (t: string): void => void Deno.stdout.writeSync(encoder.encode(t));
 
 try {
-  const boot = await bootGateway({ argv: Deno.args, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFile(p), write: out });
+  const boot = await bootGateway({
+    argv: Deno.args, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFile(p), write: out, runtime: "Deno",
+    // The npm `zeromq` native module loads on Deno 2.9 (needs --allow-ffi); only imported when a worker has a zmq_endpoint.
+    kvEventTransport: async (hub) => new (await import("./zmq-subscriber.ts")).ZmqKvEventSubscriber(hub.index, { hub }),
+  });
   if (boot.kind === "gateway") {
     const { gateway, config } = boot;
     const server = Deno.serve({ hostname: config.host, port: config.port, onListen: ({ port }) => out(listeningLine(config.host, port)) }, (req) => gateway.fetch(req));
     const timer = setInterval(() => void gateway.tick()?.catch(() => {}), config.tickMs);
     const stop = (): void => {
       clearInterval(timer);
-      void server.shutdown().then(() => Deno.exit(0));
+      void server.shutdown().then(() => gateway.close()).finally(() => Deno.exit(0));
     };
     Deno.addSignalListener("SIGINT", stop);
     Deno.addSignalListener("SIGTERM", stop);

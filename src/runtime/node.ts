@@ -4,10 +4,23 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
+import type { KvEventHub } from "../events/index.ts";
+import type { KvEventTransport } from "../gateway/kv-ingest.ts";
+import { createNodeHttpFetch } from "./node-http-fetch.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
+/** The ZeroMQ subscriber for workers with a zmq_endpoint; the native module loads only when one is configured. */
+export async function zmqTransport(hub: KvEventHub): Promise<KvEventTransport> {
+  const { ZmqKvEventSubscriber } = await import("./zmq-subscriber.ts");
+  return new ZmqKvEventSubscriber(hub.index, { hub });
+}
+
 export async function serveOnNode(argv: readonly string[]): Promise<number> {
-  const boot = await bootGateway({ argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t) });
+  const transport = createNodeHttpFetch();
+  const boot = await bootGateway({
+    argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t), fetch: transport.fetch,
+    runtime: "Node", kvEventTransport: zmqTransport,
+  });
   if (boot.kind === "help") return 0;
   const { gateway, config } = boot;
   let sims: DefaultFleet | undefined;
@@ -25,9 +38,11 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   });
   clearInterval(timer);
   await sims?.close();
+  await gateway.close();
   // Streams may be open: stop listening, then cut what is left rather than wait for them.
   server.close();
   (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+  transport.close();
   return 0;
 }
 

@@ -18,7 +18,7 @@ let booting: Promise<Gateway> | undefined;
 
 async function boot(env: Record<string, unknown>): Promise<Gateway> {
   const strings = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === "string"));
-  const b = await bootGateway({ argv: [], env: strings, write: (t) => console.log(t.trimEnd()) });
+  const b = await bootGateway({ argv: [], env: strings, write: (t) => console.log(t.trimEnd()), runtime: "Cloudflare Workers" });
   if (b.kind !== "gateway") throw new KvgateError("KVGATE_ERR_STATE", "no gateway configured");
   return b.gateway;
 }

@@ -103,7 +103,9 @@ export class Scheduler {
         seq.ensureHashes(maxHit, this.hasher);
         hits = this.cache.matchPrefix(seq.hashes, maxHit);
       }
-      const computed = hits.length * bs;
+      // KV transferred from a remote prefill counts like a prefix hit, whole blocks only; it is never recomputed here.
+      const external = Math.min(Math.floor(seq.externalTokens / bs), maxHit);
+      const computed = Math.max(hits.length, external) * bs;
       if (len - computed > budget && !this.options.enableChunkedPrefill) break;
       const n = Math.min(len - computed, budget);
       const fresh = this.#blocksFor(computed + n) - hits.length;
@@ -113,10 +115,12 @@ export class Scheduler {
       seq.committed = hits.length;
       seq.numComputed = computed;
       if (seq.cachedTokens < 0) seq.cachedTokens = computed;
+      // A preempted sequence lost the transferred KV with its blocks (unless they stay cached): it recomputes.
+      seq.externalTokens = 0;
       this.waiting.shift();
       this.running.push(seq);
       seq.status = "running";
-      plan.admissions.push({ seq, queried: len, hit: computed });
+      plan.admissions.push({ seq, queried: len, hit: hits.length * bs });
       this.#advance(plan, seq, n);
       budget -= n;
     }

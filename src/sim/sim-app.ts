@@ -1,6 +1,7 @@
 /**
  * @module The simulated engine's HTTP surface as a Hono app (Web standards only, so it runs on Node, Bun, Deno and
- * Workers): vLLM's OpenAI endpoints, `/health`, `/metrics`, `/tokenize`, `/detokenize` and `/reset_prefix_cache`.
+ * Workers): vLLM's OpenAI endpoints, `/health`, `/metrics`, `/tokenize`, `/detokenize` and `/reset_prefix_cache`, plus
+ * the KV-transfer endpoints of disaggregated serving (disagg-routes.ts).
  * Errors are OpenAI-style JSON (`{"error": {message, type, code}}`) with the KvgateError's status.
  */
 import { Hono, type Context } from "hono";
@@ -8,6 +9,8 @@ import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { readJsonObject } from "../core/json-body.ts";
 import type { ChatRequestBody, CompletionRequestBody } from "../tokenize/types.ts";
 import { parseRequest, type EndpointKind } from "./openai-request.ts";
+import { disaggRoutes } from "./disagg-routes.ts";
+import { SimDisagg } from "./disagg-sim.ts";
 import type { SimEngine } from "./sim-engine.ts";
 import { generate } from "./sim-generate.ts";
 import { unixSeconds } from "./sim-clock.ts";
@@ -24,8 +27,9 @@ function checkModel(engine: SimEngine, model: unknown): void {
   throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${String(model)}\` does not exist.`, { param: "model" });
 }
 
-export function createSimApp(engine: SimEngine): Hono {
+export function createSimApp(engine: SimEngine, opts: { fetch?: typeof fetch } = {}): Hono {
   const app = new Hono();
+  const disagg = new SimDisagg(engine, opts.fetch);
 
   app.onError((err) => {
     if (isKvgateError(err)) return errorResponse(err);
@@ -79,12 +83,15 @@ export function createSimApp(engine: SimEngine): Hono {
   });
 
   const completions = (kind: EndpointKind) => async (c: Context): Promise<Response> => {
-    const req = parseRequest(kind, await readJsonObject(c.req.raw));
-    checkModel(engine, req.model);
-    return generate({ engine, req, requestId: c.req.header("x-request-id") || undefined, signal: c.req.raw.signal });
+    const body = await readJsonObject(c.req.raw);
+    const parsed = parseRequest(kind, body);
+    checkModel(engine, parsed.model);
+    const { req, hooks } = await disagg.prepare(body, parsed, c.req.url, c.req.raw.signal);
+    return generate({ engine, req, requestId: c.req.header("x-request-id") || undefined, signal: c.req.raw.signal, transfer: hooks });
   };
   app.post("/v1/chat/completions", completions("chat"));
   app.post("/v1/completions", completions("completion"));
+  disaggRoutes(app, disagg);
 
   return app;
 }

@@ -24,6 +24,11 @@ export const SIM_USAGE = `usage: kvgate sim [options]
   --speedup X                divide step times by X (default 1)
   --decode-speedup X         further divide decode times by X (default 1)
   --default-max-tokens N     output length when a request sets none (default 32)
+  --role R                   aggregated (default), prefill or decode: disaggregated serving, vLLM
+                             kv_transfer_params or SGLang bootstrap_host/port/room (the bootstrap port
+                             is this engine's own HTTP port)
+  --kv-transfer-timeout-ms N prefill: release KV a decode has not read after N ms (default 480000)
+  --bootstrap-timeout-ms N   decode: fail when the prefill of a bootstrap room is not there in N ms (default 60000)
   --no-prefix-caching        no block reuse, no KV events
   --no-chunked-prefill       whole prompts only
   --events-url URL           POST KV-event batches (msgpack) to this URL
@@ -50,7 +55,7 @@ const SPEC = {
   "block-size": "value", "max-num-seqs": "value", "max-num-batched-tokens": "value", "max-model-len": "value",
   speedup: "value", "decode-speedup": "value", "default-max-tokens": "value", "no-prefix-caching": "bool",
   "no-chunked-prefill": "bool", "events-url": "value", "events-token": "value", "events-encoding": "value",
-  "events-flush-ms": "value", help: "bool",
+  "events-flush-ms": "value", role: "value", "kv-transfer-timeout-ms": "value", "bootstrap-timeout-ms": "value", help: "bool",
 } as const;
 
 function num(flags: Record<string, string | boolean>, name: string): number | undefined {
@@ -87,6 +92,9 @@ export function parseSimArgs(args: readonly string[], env: Record<string, string
     defaultMaxTokens: num(flags, "default-max-tokens"),
     enablePrefixCaching: flags["no-prefix-caching"] ? false : undefined,
     enableChunkedPrefill: flags["no-chunked-prefill"] ? false : undefined,
+    role: str(flags, "role") as SimEngineOptions["role"],
+    kvTransferTimeoutMs: num(flags, "kv-transfer-timeout-ms"),
+    bootstrapTimeoutMs: num(flags, "bootstrap-timeout-ms"),
   };
   const config: SimCommandConfig = { host: str(flags, "host") ?? "127.0.0.1", port, engine };
   const url = str(flags, "events-url");

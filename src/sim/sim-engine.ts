@@ -23,6 +23,8 @@ export interface SimRequest {
   prompt: ArrayLike<number>;
   /** Tokens to generate (the sim never stops early); default `defaultMaxTokens`. */
   maxTokens?: number;
+  /** Leading prompt tokens whose KV a remote prefill computed (disaggregated serving): cached, not recomputed. */
+  externalTokens?: number;
 }
 
 export type FinishReason = "length" | "abort";
@@ -79,6 +81,7 @@ export class SimEngine {
   #chained = false;
   #nextId = 0;
   #closed = false;
+  readonly #closeHooks: (() => void)[] = [];
   steps = 0;
 
   constructor(options: SimEngineOptions, deps: SimEngineDeps) {
@@ -131,6 +134,7 @@ export class SimEngine {
     if (this.#live.has(id)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request id ${id} is already running`);
     const hashes = this.options.enablePrefixCaching ? this.#scheduler.hasher.hashBlocks(req.prompt) : [];
     const seq = new SimSequence(id, req.prompt, maxTokens, this.clock.now(), hashes);
+    seq.externalTokens = Math.max(0, Math.min(req.externalTokens ?? 0, seq.promptLen));
     let resolve!: (r: SimResult) => void;
     const result = new Promise<SimResult>((r) => (resolve = r));
     this.#live.set(id, { seq, listener, resolve });
@@ -160,9 +164,33 @@ export class SimEngine {
     return true;
   }
 
+  /**
+   * Takes a reference on the cached complete blocks of `prompt`, leading ones only, so they survive eviction (a
+   * prefill worker keeps a finished request's KV until a remote decode has read it). Returns the block ids.
+   */
+  pinPrefix(prompt: ArrayLike<number>): number[] {
+    if (this.#closed) return [];
+    const ids = this.cache.matchPrefix(this.#scheduler.hasher.hashBlocks(prompt), Math.floor(prompt.length / this.options.blockSize));
+    this.cache.acquire(ids);
+    return ids;
+  }
+
+  /** Gives back references taken by pinPrefix; requests waiting for blocks may now fit. */
+  unpin(ids: readonly number[]): void {
+    if (this.#closed || ids.length === 0) return;
+    this.cache.release(ids);
+    this.#kick();
+  }
+
+  /** Runs `fn` when the engine closes (extensions release what they hold and stop their timers). */
+  onClose(fn: () => void): void {
+    this.#closeHooks.push(fn);
+  }
+
   /** Stops stepping, aborts live requests and closes the sinks. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    for (const fn of this.#closeHooks.splice(0)) safely(fn);
     this.#timer?.();
     this.#timer = undefined;
     for (const id of [...this.#live.keys()]) this.abort(id);

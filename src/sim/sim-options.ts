@@ -28,7 +28,19 @@ export interface SimEngineOptions {
   decodeSpeedupRatio?: number;
   /** Output length when a request gives no max_tokens. Default 32 (vLLM would use the rest of the context). */
   defaultMaxTokens?: number;
+  /**
+   * Disaggregated serving role (src/sim/disagg-sim.ts): "prefill" keeps a finished request's KV for a remote decode
+   * (vLLM `do_remote_decode`, SGLang bootstrap room), "decode" reads it first (vLLM `do_remote_prefill`, SGLang
+   * bootstrap). "aggregated" ignores those fields, as an engine without a KV connector does. Default "aggregated".
+   */
+  role?: SimRole;
+  /** Prefill: how long KV kept for a remote decode waits to be read before it is released (vLLM's abort timeout 480 s). */
+  kvTransferTimeoutMs?: number;
+  /** Decode (SGLang flow): how long to wait for the prefill of a bootstrap room before failing the request. */
+  bootstrapTimeoutMs?: number;
 }
+
+export type SimRole = "aggregated" | "prefill" | "decode";
 
 export type ResolvedSimOptions = Required<SimEngineOptions>;
 
@@ -46,6 +58,9 @@ export const SIM_DEFAULTS: ResolvedSimOptions = {
   speedupRatio: 1,
   decodeSpeedupRatio: 1,
   defaultMaxTokens: 32,
+  role: "aggregated",
+  kvTransferTimeoutMs: 480_000,
+  bootstrapTimeoutMs: 60_000,
 };
 
 function int(name: string, v: number, min: number, max: number): void {
@@ -66,6 +81,9 @@ export function resolveSimOptions(o: SimEngineOptions = {}): ResolvedSimOptions 
   int("maxNumBatchedTokens", r.maxNumBatchedTokens, 1, 1 << 24);
   int("maxModelLen", r.maxModelLen, 2, 1 << 24);
   int("defaultMaxTokens", r.defaultMaxTokens, 1, 1 << 24);
+  if (!["aggregated", "prefill", "decode"].includes(r.role)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `role must be aggregated, prefill or decode, got ${String(r.role)}`);
+  int("kvTransferTimeoutMs", r.kvTransferTimeoutMs, 1, 86_400_000);
+  int("bootstrapTimeoutMs", r.bootstrapTimeoutMs, 1, 86_400_000);
   for (const k of ["speedupRatio", "decodeSpeedupRatio"] as const) {
     if (!(typeof r[k] === "number" && r[k] > 0 && Number.isFinite(r[k]))) {
       throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${k} must be a positive number, got ${r[k]}`);

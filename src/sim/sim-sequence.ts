@@ -15,8 +15,10 @@ export class SimSequence {
   committed = 0;
   /** Tokens whose KV is (being) computed; advanced when a step is scheduled, as vLLM does. */
   numComputed = 0;
-  /** Prompt tokens served from the prefix cache at the first admission; -1 before it. */
+  /** Prompt tokens served from the prefix cache (or a KV transfer) at the first admission; -1 before it. */
   cachedTokens = -1;
+  /** Leading prompt tokens whose KV arrived from a remote prefill; used by the first admission only. */
+  externalTokens = 0;
   status: SequenceStatus = "waiting";
   preemptions = 0;
   firstTokenAt: number | undefined;

@@ -51,4 +51,31 @@ describe("robustness", () => {
     expect(gw.state.router.queueDepth).toBe(0);
     expect((await gw.fetch(new Request("http://kvgate.test/health"))).status).toBe(200);
   });
+
+  it("limits bodies by declared length without reading them, and bodies of unknown length while reading", async () => {
+    const { gw, fleet, call } = await fakeGateway(1, ["--max-body-bytes", "2048"]);
+    fleet.scripts.set("w1", () => Response.json({ choices: [{ message: { role: "assistant", content: "ok" } }] }));
+    const small = JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    const big = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(4096) }] });
+    const streamed = (text: string, pieces: number): ReadableStream<Uint8Array> => {
+      const bytes = new TextEncoder().encode(text);
+      const step = Math.ceil(bytes.length / pieces);
+      let at = 0;
+      return new ReadableStream({
+        pull(ctl) {
+          if (at >= bytes.length) return ctl.close();
+          ctl.enqueue(bytes.slice(at, (at += step)));
+        },
+      });
+    };
+    const send = (body: BodyInit, headers: Record<string, string> = {}) =>
+      call("/v1/chat/completions", undefined, { body, headers: { "content-type": "application/json", ...headers }, duplex: "half" } as RequestInit);
+    const code = async (res: Response) => [res.status, ((await res.json()) as { error: { code: string } }).error?.code];
+    expect((await send(streamed(small, 3))).status).toBe(200);
+    expect(await code(await send(streamed(big, 5)))).toEqual([413, "KVGATE_ERR_BODY_TOO_LARGE"]);
+    // A declared length over the limit is refused before a byte is read; a malformed one is a bad request.
+    expect(await code(await send(streamed(small, 1), { "content-length": "4096" }))).toEqual([413, "KVGATE_ERR_BODY_TOO_LARGE"]);
+    expect(await code(await send(small, { "content-length": "12x" }))).toEqual([400, "KVGATE_ERR_BAD_ARGUMENT"]);
+    expect(gw.state.router.liveBookings).toBe(0);
+  });
 });

@@ -63,3 +63,14 @@ export function distinctBlocks(index: KvIndex, prompts: readonly Uint32Array[]):
   for (const p of prompts) for (const h of index.hash(p, { blockSize: BS }).seq) seen.add(h);
   return seen.size;
 }
+
+/** A chain of `n` sequence-hash-like keys as (lo, hi) pairs: prompts of one family share their first `shared` blocks. */
+export function chainKeys(family: number, uniq: number, n: number, shared: number): Uint32Array {
+  const k = new Uint32Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const id = i < shared ? family * 1000 + i : 1_000_000 + uniq * 1000 + i;
+    k[2 * i] = Math.imul(id, 0x9e3779b1) >>> 0;
+    k[2 * i + 1] = Math.imul(id ^ 0x5bd1e995, 0x85ebca6b) >>> 0;
+  }
+  return k;
+}

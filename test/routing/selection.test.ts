@@ -2,20 +2,29 @@ import { describe, expect, it } from "vitest";
 import { KvgateError } from "../../src/core/errors.ts";
 import { createPrng } from "../../src/routing/prng.ts";
 import { RankLoad } from "../../src/routing/rank-load.ts";
-import { Selector } from "../../src/routing/selector.ts";
+import { Selector, type InflightOverlap } from "../../src/routing/selector.ts";
 import type { RankState, WorkerEntry } from "../../src/routing/worker-registry.ts";
 import { BS, cache, fixture, prompt, smallIndex, worker } from "./helpers.ts";
 
-/** A load with fixed numbers, to feed the selector the reference example's inputs (which no real booking set produces). */
+/**
+ * A load with fixed numbers, and in-flight overlaps per slot, to feed the selector the reference example's inputs
+ * (which no real booking set produces).
+ */
 class FixedLoad extends RankLoad {
-  constructor(private readonly decode: number, private readonly overlap: number) {
+  constructor(private readonly decode: number) {
     super(true);
+    this.activeRequests = 1;
   }
   override get activeBlocks(): number {
     return this.decode;
   }
-  override activeOverlap(): number {
-    return this.overlap;
+}
+
+class FixedInflight implements InflightOverlap {
+  readonly bySlot = new Map<number, number>();
+  query(): void {}
+  sharedOf(slot: number): number {
+    return this.bySlot.get(slot) ?? 0;
   }
 }
 
@@ -32,12 +41,15 @@ describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker
     const entry = (id: string): WorkerEntry => ({
       id, endpoint: id, models: ["m"], role: "aggregated", blockSize: BS, kvEvents: true, health: "healthy", ranks: [], registered: true,
     });
+    const inflight = new FixedInflight();
     const ranks: RankState[] = [["w1", 2, 0], ["w2", 5, 5], ["w3", 8, 1]].map(([id, cached, activeOverlap]) => {
       cache(index, id as string, 0, tokens, cached as number);
-      return { worker: entry(id as string), dpRank: 0, slot: index.slotFor(id as string, 0), load: new FixedLoad(0, activeOverlap as number) };
+      const slot = index.slotFor(id as string, 0);
+      inflight.bySlot.set(slot, activeOverlap as number);
+      return { worker: entry(id as string), dpRank: 0, slot, load: new FixedLoad(0) };
     });
     let t = 0;
-    const sel = new Selector(index, createPrng(1), () => t++);
+    const sel = new Selector(index, createPrng(1), () => t++, "kv", inflight);
     const s = sel.select({ requestId: "x", tokens }, {
       candidates: ranks, overlapWeight: 1, temperature: 0, willBook: false, assumeKvReuse: true,
     });

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ActivePrompts, commonPrefix } from "../../src/routing/active-prompts.ts";
+import { InflightPrefixes } from "../../src/routing/inflight-prefixes.ts";
 import { createPrng, randomInt } from "../../src/routing/prng.ts";
 import { queueKey } from "../../src/routing/queue-policy.ts";
 import { resolveConfig } from "../../src/routing/router-config.ts";
-import { fixture, prompt, worker, distinctBlocks } from "./helpers.ts";
+import { chainKeys as chain, fixture, prompt, worker, distinctBlocks } from "./helpers.ts";
 
 describe("prng", () => {
   it("is reproducible per seed, differs across seeds, and stays in [0, 1)", () => {
@@ -20,20 +21,10 @@ describe("prng", () => {
 });
 
 describe("active prompts", () => {
-  /** A chain of `n` sequence-hash-like keys: prompts built from the same family share a prefix of `shared` blocks. */
-  function chain(family: number, uniq: number, n: number, shared: number): Uint32Array {
-    const k = new Uint32Array(2 * n);
-    for (let i = 0; i < n; i++) {
-      const id = i < shared ? family * 1000 + i : 1_000_000 + uniq * 1000 + i;
-      k[2 * i] = Math.imul(id, 0x9e3779b1) >>> 0;
-      k[2 * i + 1] = Math.imul(id ^ 0x5bd1e995, 0x85ebca6b) >>> 0;
-    }
-    return k;
-  }
-
   it("matches a set-of-blocks model under random adds and removes, duplicates included", () => {
     const rand = createPrng(5);
     const prompts = new ActivePrompts();
+    const inflight = new InflightPrefixes(1);
     const live: { keys: Uint32Array; n: number }[] = [];
     for (let step = 0; step < 3000; step++) {
       if (live.length === 0 || rand() < 0.55) {
@@ -44,12 +35,15 @@ describe("active prompts", () => {
         const model = new Set(live.flatMap((q) => keyList(q.keys, q.n)));
         let depth = 0;
         while (depth < p.n && model.has(`${p.keys[2 * depth]}:${p.keys[2 * depth + 1]}`)) depth++;
-        expect(prompts.sharedPrefix(p.keys, p.n)).toBe(depth);
+        inflight.query(p.keys, p.n);
+        expect(inflight.sharedOf(0)).toBe(depth);
         prompts.add(p.keys, p.n);
+        inflight.add(p.keys, p.n, 0);
         live.push(p);
       } else {
         const p = live.splice(randomInt(rand, live.length), 1)[0]!;
         expect(prompts.remove(p.keys, p.n)).toBe(true);
+        expect(inflight.remove(p.keys, p.n)).toBe(true);
       }
       expect(prompts.distinctBlocks).toBe(new Set(live.flatMap((q) => keyList(q.keys, q.n))).size);
       expect(prompts.size).toBe(live.filter((q) => q.n > 0).length);

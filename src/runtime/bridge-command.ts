@@ -1,0 +1,118 @@
+/**
+ * @module `kvgate bridge` on Node: flags, help, a stats line now and then, and a clean stop on SIGINT/SIGTERM
+ * (what is queued is forwarded first). The forwarding itself is bridge.ts.
+ */
+import { parseFlags } from "../cli/flags.ts";
+import { KvgateError } from "../core/errors.ts";
+import { KvBridge, type BridgeStats } from "./bridge.ts";
+
+export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL --token T [options]
+  Subscribes to an engine's KV-event socket (vLLM/SGLang --kv-events-config endpoint) and forwards every
+  message unchanged (sequence number, topic, msgpack payload) to a kvgate router's /admin/kv-events,
+  batched, authenticated and retried. For routers that cannot open ZeroMQ sockets (Bun, Workers) or reach
+  the engine. The router applies the engine's sequence numbers itself: a gap it cannot fill marks the
+  worker cold (scored as caching nothing until rebuilt). With --replay the bridge fills gaps first from
+  the engine's replay socket, and on start resumes where the router's view ends.
+
+  --zmq ENDPOINT          engine KV-event PUB endpoint for dp rank 0 (required; env KVGATE_BRIDGE_ZMQ)
+  --replay ENDPOINT       engine replay ROUTER endpoint for dp rank 0 (vLLM replay_endpoint)
+  --to URL                router URL: http://host:port or its /admin/kv-events (required; env KVGATE_BRIDGE_TO)
+  --token T               the router's admin token (env KVGATE_ADMIN_TOKEN)
+  --worker ID             worker id in the router (default: the engine host with port 8000, the id
+                          kvgate gives --worker url=http://HOST:8000)
+  --dp-rank N             data-parallel rank: connects to port + N, as vLLM publishes (default 0)
+  --topic PREFIX          subscribe to this topic prefix only (default: every message)
+  --bind                  bind the endpoint instead of connecting (engine configured to connect)
+  --hwm N                 messages ZeroMQ holds while the router is slow (default 10000)
+  --batch-frames N        messages per POST at most (default 256)
+  --batch-bytes N         bytes per POST at most (default 1048576)
+  --flush-ms N            longest a message waits for a batch (default 20)
+  --queue-frames N        messages queued at most before the socket is no longer read (default 10000)
+  --queue-bytes N         bytes queued at most (default 67108864)
+  --retry-max-ms N        longest backoff between POST retries (default 5000)
+  --stats-ms N            print a stats line this often when something changed; 0 = never (default 10000)
+`;
+
+const SPEC = {
+  zmq: "value", replay: "value", to: "value", token: "value", worker: "value", "dp-rank": "value", topic: "value", bind: "bool",
+  hwm: "value", "batch-frames": "value", "batch-bytes": "value", "flush-ms": "value", "queue-frames": "value", "queue-bytes": "value",
+  "retry-max-ms": "value", "stats-ms": "value", help: "bool",
+} as const;
+
+function intFlag(flags: Record<string, string | boolean>, name: string, min: number): number | undefined {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== "string" || !Number.isInteger(n) || n < min) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--${name} must be an integer >= ${min}, got ${String(v)}`);
+  return n;
+}
+
+function ingestUrl(to: string): string {
+  let u: URL;
+  try {
+    u = new URL(to);
+  } catch {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--to ${to} is not a URL`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--to must be http(s), got ${to}`);
+  return u.pathname === "/" || u.pathname === "" ? `${u.origin}/admin/kv-events` : u.toString();
+}
+
+function statsLine(s: BridgeStats): string {
+  return `kvgate bridge: received ${s.received}, sent ${s.sentFrames} in ${s.posts} POSTs, queued ${s.queuedFrames}, gaps ${s.gaps}, ` +
+    `replayed ${s.replayed}, lost ${s.lost}, restarts ${s.restarts}, failures ${s.failures}, rejected ${s.rejectedFrames}, ` +
+    `malformed ${s.malformed}, backpressure waits ${s.backpressureWaits}, router last seq ${s.routerLastSeq}\n`;
+}
+
+/** Builds the bridge from argv and the environment; "help" when asked for. */
+export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>, log: (line: string) => void): KvBridge | "help" {
+  const { flags, positional } = parseFlags(args, SPEC);
+  if (flags.help || positional.includes("help")) return "help";
+  if (positional.length > 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unexpected argument ${JSON.stringify(positional[0])}`);
+  const zmq = (flags.zmq as string | undefined) ?? env.KVGATE_BRIDGE_ZMQ;
+  const to = (flags.to as string | undefined) ?? env.KVGATE_BRIDGE_TO;
+  const token = (flags.token as string | undefined) ?? env.KVGATE_ADMIN_TOKEN;
+  if (!zmq) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--zmq is required (kvgate bridge --help)");
+  if (!to) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--to is required (kvgate bridge --help)");
+  if (!token) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--token (or KVGATE_ADMIN_TOKEN) is required: the router's ingest is behind its admin token");
+  const host = /^tcp:\/\/(.+):\d+$/.exec(zmq)?.[1];
+  const worker = (flags.worker as string | undefined) ?? (host && host !== "*" ? `${host}:8000` : undefined);
+  if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--worker is required when the endpoint has no host");
+  return new KvBridge({
+    zmq, replay: flags.replay as string | undefined, topic: flags.topic as string | undefined, bind: flags.bind === true,
+    receiveHighWaterMark: intFlag(flags, "hwm", 1), log,
+    sender: {
+      url: ingestUrl(to), token, worker, dpRank: intFlag(flags, "dp-rank", 0), maxBatchFrames: intFlag(flags, "batch-frames", 1),
+      maxBatchBytes: intFlag(flags, "batch-bytes", 1024), flushMs: intFlag(flags, "flush-ms", 0), maxQueueFrames: intFlag(flags, "queue-frames", 1),
+      maxQueueBytes: intFlag(flags, "queue-bytes", 1024), retryMaxMs: intFlag(flags, "retry-max-ms", 1),
+    },
+  });
+}
+
+/** Entry for the CLI dispatcher: runs until SIGINT or SIGTERM. */
+export async function runBridgeCommandOnNode(args: readonly string[]): Promise<number> {
+  const log = (line: string): void => void process.stderr.write(`kvgate bridge: ${line}\n`);
+  const bridge = bridgeFromArgs(args, process.env, log);
+  if (bridge === "help") {
+    process.stdout.write(BRIDGE_HELP);
+    return 0;
+  }
+  const statsMs = intFlag(parseFlags(args, SPEC).flags, "stats-ms", 0) ?? 10_000;
+  let stop: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  await Promise.race([bridge.start(), stopped]);
+  const o = bridge.options;
+  process.stdout.write(`kvgate bridge: ${o.zmq}${o.replay ? ` (replay ${o.replay})` : ""} -> ${o.sender.url} as worker ${o.sender.worker}, resuming after router seq ${bridge.stats.routerLastSeq}\n`);
+  let shown = "";
+  const timer = statsMs > 0 ? setInterval(() => {
+    const line = statsLine(bridge.stats);
+    if (line !== shown) process.stdout.write((shown = line));
+  }, statsMs) : undefined;
+  await stopped;
+  if (timer) clearInterval(timer);
+  await bridge.stop();
+  process.stdout.write(statsLine(bridge.stats));
+  return 0;
+}
