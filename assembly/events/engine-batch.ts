@@ -44,6 +44,8 @@ let kvGroup: i64 = -1;
 let flags: i32 = 0;
 let seed: u64 = 0;
 let delta: usize = 0;
+/** Common-shape BlockRemoved events indexed in this batch (their counters are added at the end). */
+let fastRemoved: u32 = 0;
 
 // Outcome of the batch.
 export let rank: i64 = -1;
@@ -86,6 +88,7 @@ export function decodeBatch(p: usize, n: usize, bs: u32, group: i32, policy: i32
   delta = deltaOut;
   memory.fill(delta, 0, <usize>DELTAS << 2);
   rank = -1;
+  fastRemoved = 0;
   eventCount = 0;
   hasClear = false;
   let ts: f64 = NaN;
@@ -119,6 +122,9 @@ export function decodeBatch(p: usize, n: usize, bs: u32, group: i32, policy: i32
   if (st != S_OK) return st;
   if (isNaN(ts) || !sawEvents) { fail(S_CORRUPT); return st; }
   if (pos != end) { fail(S_CORRUPT); return st; }
+  bump(D_DEVICE, fastRemoved);
+  bump(D_REMOVED, fastRemoved);
+  bump(D_BLOCKS_REMOVED, fastRemoved);
   return S_OK;
 }
 
@@ -143,11 +149,10 @@ function readEvents(): void {
 
 /** applyPolicy for a BlockRemoved of one hash on the GPU (matchRemoved's shapes). */
 function removedPolicy(): void {
-  bump(D_DEVICE);
-  if ((flags & P_INDEX_DEVICE) == 0) { bump(D_DROPPED_TIER); return; }
-  if (kvGroup >= 0 && fastGroup >= 0 && <i64>fastGroup != kvGroup) { bump(D_DROPPED_GROUP); return; }
-  bump(D_REMOVED);
-  bump(D_BLOCKS_REMOVED);
+  if ((flags & P_INDEX_DEVICE) == 0) { bump(D_DEVICE); bump(D_DROPPED_TIER); return; }
+  if (kvGroup >= 0 && fastGroup >= 0 && <i64>fastGroup != kvGroup) { bump(D_DEVICE); bump(D_DROPPED_GROUP); return; }
+  // Counted once per batch (device event, removed event, one block each).
+  fastRemoved++;
   removedOne(fastHash);
 }
 
