@@ -169,3 +169,47 @@ describe("in-core decoder edge cases", () => {
     });
   }
 });
+
+describe("in-core decoder state", () => {
+  const capture = loadCapture();
+
+  it("should apply a batch decoded before another stream decoded into the same core (decoding it again)", async () => {
+    const index = await createKvIndex({ maxSlots: 4, capacity: 4096 });
+    const policy = resolvePolicy({ blockSize: BS });
+    const a = new BatchPreparer(index, "a", 0, policy), b = new BatchPreparer(index, "b", 0, policy);
+    a.prepare(vllmBatch([captureStored(capture, { blocks: 10 })]));
+    b.prepare(vllmBatch([captureStored(capture, { blocks: 4 })], "map"));
+    a.apply();
+    b.apply();
+    expect(index.treeSize("a")).toBe(10);
+    expect(index.treeSize("b")).toBe(4);
+    expect(a.stats).toEqual({ core: 1, host: 0 });
+  });
+
+  it("should keep decoding in the core after a trap rebuilt the instance", async () => {
+    const index = await createKvIndex({ maxSlots: 4, capacity: 4096 });
+    const s = new KvEventStream(index, { worker: "t", blockSize: BS });
+    s.onBatch(0, vllmBatch([captureStored(capture, { blocks: 5 })]));
+    expect(() => index.induceTrap()).toThrow();
+    expect(index.treeSize("t")).toBe(0);
+    s.onBatch(1, vllmBatch([captureStored(capture, { blocks: 7 })]));
+    expect(s.decoders).toEqual({ core: 2, host: 0 });
+    expect(s.counters.applyErrors).toBe(0);
+    expect(index.treeSize("t")).toBe(7);
+  });
+
+  it("should hand batches larger than the core's input region to the host decoder", async () => {
+    const index = await createKvIndex({ maxSlots: 2, capacity: 1 << 14 });
+    const s = new KvEventStream(index, { worker: "big", blockSize: BS });
+    const events = Array.from({ length: 1_000 }, (_, i) => captureStored(capture, { from: i % 25, blocks: 1 }));
+    const payload = vllmBatch(events);
+    expect(payload.length).toBeGreaterThan(64 * 1024);
+    const small = await createKvIndex({ maxSlots: 2, capacity: 1 << 14, eventBytes: 1 << 10 });
+    const t = new KvEventStream(small, { worker: "big", blockSize: BS });
+    s.onBatch(0, payload);
+    t.onBatch(0, payload);
+    expect(s.decoders).toEqual({ core: 1, host: 0 });
+    expect(t.decoders).toEqual({ core: 0, host: 1 });
+    expect(t.counters).toEqual(s.counters);
+  });
+});
