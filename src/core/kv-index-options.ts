@@ -100,7 +100,9 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
  * up to `input` bytes are decoded in the core into at most `output` bytes of records; larger ones take the host path.
  */
 export function ingestBytes(r: ResolvedKvIndexOptions): { input: number; output: number; total: number } {
-  const input = Math.max(r.eventBytes, 1 << 16);
+  // Bounded on both sides: small eventBytes still decode typical engine steps in the core, and a huge eventBytes
+  // does not triple memory for batches that big (rare; the host decoder takes them).
+  const input = Math.min(Math.max(r.eventBytes, 1 << 16), 1 << 22);
   const output = 2 * input;
   return { input, output, total: input + output + 256 };
 }
