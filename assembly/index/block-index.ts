@@ -292,8 +292,7 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
       const t = load<u32>(r, R_TTL);
       if (t != 0) {
         store<u32>(r, <u32>i, R_DEPTH);
-        ttlRefresh(t - 1, <u32>i, until);
-        heapPush(t - 1);
+        if (ttlRefresh(t - 1, <u32>i, until)) heapPush(t - 1);
       }
       done++;
       continue;

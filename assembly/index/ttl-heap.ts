@@ -1,5 +1,7 @@
 // Min-heap of TTL timers for approximate-mode entries, ordered by (expiry, deeper first, slot, hash).
-// Items carry the timer generation they were pushed for; a refreshed or freed timer leaves a stale item that pops as a no-op.
+// Items carry the timer generation they were pushed for; a freed timer (or one moved earlier) leaves a stale item that
+// pops as a no-op. A timer moved later keeps its item with the old, earlier key: every live timer's item sorts no
+// later than the timer itself, so a top item whose timer has moved on is re-keyed and sifted down, never returned.
 import { ttlRec, ttlLive, ttlHigh, T_GEN, T_EXPIRY, T_DEPTH, T_SLOT, T_HASH } from "./ttl-store";
 
 // Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
@@ -83,12 +85,20 @@ export function heapPush(id: u32): void {
   siftUp(heapLen - 1);
 }
 
-/** Removes stale items from the top; returns the live entry id at the top, or -1. */
+/** Removes stale items from the top and re-keys lazily refreshed ones; returns the live entry id at the top, or -1. */
 export function heapPeekLive(): i32 {
   while (heapLen > 0) {
     const t = item(0);
     const id = load<u32>(t, 24);
-    if (ttlLive(id) && load<u32>(ttlRec(id), T_GEN) == load<u32>(t, 28)) return <i32>id;
+    if (ttlLive(id) && load<u32>(ttlRec(id), T_GEN) == load<u32>(t, 28)) {
+      const r = ttlRec(id);
+      const e = load<f64>(r, T_EXPIRY), d = load<u32>(r, T_DEPTH);
+      if (load<f64>(t) == e && load<u32>(t, 8) == d) return <i32>id;
+      store<f64>(t, e);
+      store<u32>(t, d, 8);
+      siftDown(0);
+      continue;
+    }
     heapPop();
   }
   return -1;

@@ -57,12 +57,22 @@ export function ttlAlloc(slot: i32, hash: u64, depth: u32, expiry: f64): i32 {
   return <i32>id;
 }
 
-/** Moves a live timer to a new expiry and depth (a sliding TTL); the caller pushes a fresh heap item. */
-export function ttlRefresh(id: u32, depth: u32, expiry: f64): void {
+/**
+ * Moves a live timer to a new expiry and depth (a sliding TTL). Returns true when the caller must push a fresh heap
+ * item: only when the timer now sorts earlier than before (a clock that went back, a deeper position at the same
+ * expiry). A timer that moves later keeps its heap item, whose key is then earlier than the timer's: the heap re-keys
+ * it when it reaches the top (ttl-heap.ts), so a prefix refreshed by every request costs no heap work per request.
+ */
+export function ttlRefresh(id: u32, depth: u32, expiry: f64): bool {
   const r = ttlRec(id);
+  const e0 = load<f64>(r, T_EXPIRY), d0 = load<u32>(r, T_DEPTH);
   store<f64>(r, expiry, T_EXPIRY);
   store<u32>(r, depth, T_DEPTH);
-  store<u32>(r, load<u32>(r, T_GEN) + 1, T_GEN);
+  if (expiry < e0 || (expiry == e0 && depth > d0)) {
+    store<u32>(r, load<u32>(r, T_GEN) + 1, T_GEN);
+    return true;
+  }
+  return false;
 }
 
 export function ttlFree(id: u32): void {
