@@ -1,6 +1,6 @@
 // The only export surface of the WASM core: numbers in, numbers out; bulk data through fixed regions.
 // Regions are reserved once by `init` (and by `grow_prompt`), so JS views only go stale on those two calls.
-import { ABI_VERSION, OK, E_STATE, E_NO_MEMORY, E_BAD_ARG, COUNTERS } from "./abi";
+import { ABI_VERSION, OK, E_STATE, E_NO_MEMORY, E_BAD_ARG, E_CORRUPT, COUNTERS } from "./abi";
 import { setBudget, reserve, used } from "./memory";
 import { xxh3 } from "./hash/xxh3";
 import { hashPrompt, MAX_BLOCK_SIZE } from "./hash/prompt";
@@ -15,6 +15,9 @@ import {
 import { findMatches } from "./index/find-matches";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
 import { applyBatch, corruptAt } from "./events/event-batch";
+import { decodeBatch, rank as batchRank, eventCount, hasClear, DELTAS } from "./events/engine-batch";
+import { writerInit, writtenBytes, records as batchRecords, setSlots } from "./events/record-writer";
+import { S_OK, S_FALLBACK, S_CORRUPT } from "./events/msgpack";
 
 let ready = false;
 let slots = 0;
@@ -189,6 +192,64 @@ export function apply_events(nBytes: i32): i32 {
   if (!ready) return E_STATE;
   if (nBytes < 0 || nBytes > eventCap) return E_BAD_ARG;
   const r = applyBatch(events, <usize>nBytes, io, ioCap);
+  if (r < 0) store<u64>(result, <u64>corruptAt);
+  return r;
+}
+
+// Engine batch ingest: a vLLM/SGLang msgpack KVEventBatch in INGEST_IN is decoded in the core into binary records in
+// INGEST_OUT (see assembly/events/engine-batch.ts), then applied with a slot the host resolves from the batch's rank.
+let ingestIn: usize = 0, ingestInCap = 0, ingestOut: usize = 0, ingestOutCap = 0, ingestResult: usize = 0;
+
+/** ingest_decode: a batch shape the host decoder handles instead (LoRA names, EAGLE pairs, other media). */
+export const E_INGEST_FALLBACK: i32 = -21;
+/** ingest_decode: the records would not fit INGEST_OUT; the host decoder handles the batch. */
+export const E_INGEST_FULL: i32 = -22;
+
+/** Reserves the ingest regions (again after growth: old ones are abandoned). */
+export function ingest_reserve(inBytes: i32, outBytes: i32): i32 {
+  if (!ready) return E_STATE;
+  if (inBytes <= 0 || outBytes < 64) return E_BAD_ARG;
+  const i = reserve(<usize>inBytes), o = reserve(<usize>outBytes), r = reserve(8 + 16 + (<usize>DELTAS << 2));
+  if (i == 0 || o == 0 || r == 0) return E_NO_MEMORY;
+  ingestIn = i;
+  ingestInCap = inBytes;
+  ingestOut = o;
+  ingestOutCap = outBytes;
+  ingestResult = r;
+  writerInit(o, <usize>outBytes, eventCap, ioCap);
+  return OK;
+}
+
+export function ingest_in_ptr(): usize { return ingestIn; }
+export function ingest_in_cap(): i32 { return ingestInCap; }
+export function ingest_out_ptr(): usize { return ingestOut; }
+export function ingest_result_ptr(): usize { return ingestResult; }
+
+/**
+ * Decodes the `n`-byte batch in INGEST_IN under the ingest policy (worker block size, KV group or -1, flags, local
+ * hash seed). RESULT: f64 rank (-1: none), u32 events, records, bytes, clears, then the per-batch counters. Returns
+ * records written, E_CORRUPT, E_INGEST_FALLBACK or E_INGEST_FULL; nothing is applied.
+ */
+export function ingest_decode(n: i32, blockSize: i32, kvGroup: i32, policy: i32, seedLo: i32, seedHi: i32): i32 {
+  if (!ready || ingestIn == 0) return E_STATE;
+  if (n < 0 || n > ingestInCap || blockSize <= 0) return E_BAD_ARG;
+  const s = decodeBatch(ingestIn, <usize>n, <u32>blockSize, kvGroup, policy,
+    (<u64><u32>seedHi << 32) | <u64><u32>seedLo, ingestResult + 24);
+  if (s != S_OK) return s == S_CORRUPT ? E_CORRUPT : s == S_FALLBACK ? E_INGEST_FALLBACK : E_INGEST_FULL;
+  store<f64>(ingestResult, <f64>batchRank);
+  store<u32>(ingestResult, eventCount, 8);
+  store<u32>(ingestResult, batchRecords, 12);
+  store<u32>(ingestResult, <u32>writtenBytes(), 16);
+  store<u32>(ingestResult, hasClear ? 1 : 0, 20);
+  return <i32>batchRecords;
+}
+
+/** Applies the first `nBytes` of INGEST_OUT (a decoded batch) to `slot`; returns records applied or E_CORRUPT. */
+export function ingest_apply(slot: i32, nBytes: i32): i32 {
+  if (!ready || ingestOut == 0) return E_STATE;
+  if (nBytes < 0 || nBytes > ingestOutCap) return E_BAD_ARG;
+  setSlots(ingestOut, <usize>nBytes, slot);
+  const r = applyBatch(ingestOut, <usize>nBytes, io, ioCap);
   if (r < 0) store<u64>(result, <u64>corruptAt);
   return r;
 }

@@ -30,6 +30,17 @@ async function startPublisher(payloads: Uint8Array[]): Promise<Publisher> {
   return { worker, endpoint: msg.endpoint, subscribed: once(worker, "message") };
 }
 
+/**
+ * Lets the worker close its socket and exit on its own: terminating it while zeromq's context is still open aborts
+ * the whole process now and then ("terminate called after throwing an instance of 'Napi::Error'").
+ */
+async function stopPublisher(pub: Publisher): Promise<void> {
+  const exited = once(pub.worker, "exit");
+  pub.worker.postMessage("close");
+  const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 5_000).unref());
+  if ((await Promise.race([exited, timeout])) === "timeout") await pub.worker.terminate();
+}
+
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -66,9 +77,9 @@ function gatedReceiver(endpoint: string, stream: KvEventStream | undefined): Rec
   };
 }
 
-async function subscriberReceiver(index: KvIndex, worker: string, endpoint: string): Promise<Receiver> {
+async function subscriberReceiver(index: KvIndex, worker: string, endpoint: string, coreDecode: boolean): Promise<Receiver> {
   const sub = new ZmqKvEventSubscriber(index);
-  const [stream] = await sub.attach({ worker, endpoint, blockSize: 16 });
+  const [stream] = await sub.attach({ worker, endpoint, blockSize: 16, coreDecode });
   return { stream, last: () => stream!.lastSeq, hold: () => {}, go: () => {}, close: () => sub.close({ keepEntries: true }) };
 }
 
@@ -77,11 +88,11 @@ async function subscriberReceiver(index: KvIndex, worker: string, endpoint: stri
  * run. `index` receives the events under `worker` (not used by "sink"); each cycle leaves the worker empty.
  */
 export async function zmqRuns(mode: ZmqMode, payloads: Uint8Array[], blockOpsPerCycle: number, index: KvIndex, worker: string,
-  runs: number, messages: number): Promise<number[]> {
+  runs: number, messages: number, coreDecode = true): Promise<number[]> {
   const pub = await startPublisher(payloads);
   const cycles = Math.max(1, Math.round(messages / payloads.length));
-  const rx = mode === "stream" ? await subscriberReceiver(index, worker, pub.endpoint)
-    : gatedReceiver(pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16 }) : undefined);
+  const rx = mode === "stream" ? await subscriberReceiver(index, worker, pub.endpoint, coreDecode)
+    : gatedReceiver(pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16, coreDecode }) : undefined);
   await pub.subscribed;
   let seq = 0;
   const runOnce = async (): Promise<number> => {
@@ -107,7 +118,6 @@ export async function zmqRuns(mode: ZmqMode, payloads: Uint8Array[], blockOpsPer
     throw new Error(`ZeroMQ ${mode} run lost or reordered batches: ${JSON.stringify(c)}`);
   }
   await rx.close();
-  pub.worker.postMessage("close");
-  await pub.worker.terminate();
+  await stopPublisher(pub);
   return out;
 }

@@ -15,7 +15,8 @@
  * as a fleet router would; (a′)/(c′) repeat (a)/(c) on an index sized to this one worker (all in cache) for
  * sensitivity. Target: (d) ≥ 50% of (a), worse encoding. Nothing is asserted (shared, noisy machine); ratios are
  * printed and written to bench/results/events.json. Flags: --blocks-per-batch B (128), --capacity C engine cache
- * blocks (8192), --batches N (400), --background N (524288), --samples N (10), --zmq-runs N (5), --quick.
+ * blocks (8192), --batches N (400), --background N (524288), --samples N (10), --zmq-runs N (5), --quick,
+ * --decoder core|host (core: batches decoded in the WASM core; host: the TypeScript decoder only, for comparison).
  */
 import { loadavg } from "node:os";
 import { loadCoreModule } from "../src/wasm/module-fs.ts";
@@ -37,10 +38,12 @@ interface Args {
   samples: number;
   zmqRuns: number;
   quick: boolean;
+  /** Which decoder the measured paths use: "core" (WASM, the default) or "host" (TypeScript, the earlier path). */
+  decoder: "core" | "host";
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { blocksPerBatch: 128, capacity: 8192, batches: 400, background: 1 << 19, samples: 10, zmqRuns: 5, quick: false };
+  const a: Args = { blocksPerBatch: 128, capacity: 8192, batches: 400, background: 1 << 19, samples: 10, zmqRuns: 5, quick: false, decoder: "core" };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const int = (): number => {
@@ -55,6 +58,11 @@ function parseArgs(argv: string[]): Args {
     else if (k === "--samples") a.samples = int();
     else if (k === "--zmq-runs") a.zmqRuns = int();
     else if (k === "--quick") a.quick = true;
+    else if (k === "--decoder") {
+      const d = argv[++i];
+      if (d !== "core" && d !== "host") throw new Error("--decoder needs core or host");
+      a.decoder = d;
+    }
     else throw new Error(`unknown flag ${k}`);
   }
   if (a.quick) Object.assign(a, { batches: Math.min(a.batches, 150), samples: Math.min(a.samples, 5), zmqRuns: Math.min(a.zmqRuns, 3) });
@@ -96,13 +104,16 @@ function verify(idx: KvIndex, w: Workload): string[] {
   const before = idx.counters();
   for (const form of ["array", "map"] as const) {
     const slot = idx.slotFor(WORKER, 0);
-    const prep = new BatchPreparer(idx, WORKER, 0, policy);
     const binary = w.binary(slot);
-    w.payloads[form].forEach((p, i) => {
-      prep.prepare(p);
-      const mine = [...prep.builder.chunks()];
-      if (mine.length !== 1 || Buffer.compare(mine[0]!, binary[i]!) !== 0) errors.push(`${form} batch ${i}: records differ from EventBatchWriter's`);
-    });
+    for (const coreDecode of [true, false]) {
+      const prep = new BatchPreparer(idx, WORKER, 0, policy, { coreDecode });
+      w.payloads[form].forEach((p, i) => {
+        prep.prepare(p);
+        if (Buffer.compare(prep.snapshot().bytes, binary[i]!) !== 0) errors.push(`${form} batch ${i}: ${coreDecode ? "core" : "host"} records differ from EventBatchWriter's`);
+      });
+      const expect = coreDecode ? { core: w.payloads[form].length, host: 0 } : { core: 0, host: w.payloads[form].length };
+      if (prep.stats.core !== expect.core || prep.stats.host !== expect.host) errors.push(`${form}: decoder stats ${JSON.stringify(prep.stats)}`);
+    }
     const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
     w.payloads[form].forEach((p, i) => s.onBatch(i, p));
     if (idx.treeSize(WORKER) !== 0) errors.push(`${form}: ${idx.treeSize(WORKER)} blocks left after the drain`);
@@ -137,6 +148,8 @@ export async function main(argv: string[]): Promise<void> {
   for (const e of errors) log(`    ${e}`);
 
   const S = args.samples, opsPerIter = st.blockOps;
+  const coreDecode = args.decoder === "core";
+  log(`decoder measured: ${args.decoder === "core" ? "in the WASM core (TypeScript for the shapes it declines)" : "TypeScript only (--decoder host)"}`);
   const m: Record<string, Measurement> = {};
   const raw = (idx: KvIndex, name: string): Measurement => {
     const binary = w.binary(idx.slotFor(WORKER, 0));
@@ -147,7 +160,7 @@ export async function main(argv: string[]): Promise<void> {
     }, { opsPerIter, samples: S });
   };
   const streamed = (idx: KvIndex, form: "array" | "map", name: string): Measurement => {
-    const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
+    const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16, coreDecode });
     let seq = 0;
     return measure(name, (n) => {
       for (let i = 0; i < n; i++) for (const p of w.payloads[form]) s.onBatch(seq++, p);
@@ -156,7 +169,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   m.raw = raw(fleet, "(a) raw: applyBatch of pre-encoded binary batches");
   for (const form of ["array", "map"] as const) {
-    const prep = new BatchPreparer(fleet, WORKER, 0, policy);
+    const prep = new BatchPreparer(fleet, WORKER, 0, policy, { coreDecode });
     m[`decode_${form}`] = measure(`(b) decode only, ${form} events`, (n) => {
       let a = 0;
       for (let i = 0; i < n; i++) for (const p of w.payloads[form]) a += prep.prepare(p).records;
@@ -170,10 +183,10 @@ export async function main(argv: string[]): Promise<void> {
   const zmq: Record<string, number[]> = {};
   const messages = args.quick ? 1_500 : 3_000;
   for (const form of ["array", "map"] as const) {
-    zmq[`drain_${form}`] = await zmqRuns("drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages);
+    zmq[`drain_${form}`] = await zmqRuns("drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
   }
-  zmq.stream_array = await zmqRuns("stream", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, 4 * messages);
-  zmq.sink_array = await zmqRuns("sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages);
+  zmq.stream_array = await zmqRuns("stream", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, 4 * messages, coreDecode);
+  zmq.sink_array = await zmqRuns("sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
 
   const perEvent = st.events / st.blockOps;
   const rows: string[][] = [];
@@ -200,10 +213,17 @@ export async function main(argv: string[]): Promise<void> {
   const worst = Math.min(ratios.zmq_array!, ratios.zmq_map!);
   log();
   log(`target: ZeroMQ to index ≥ 50% of the raw apply rate — ${(worst * 100).toFixed(0)}% (worse encoding) → ${worst >= 0.5 ? "MET" : "MISSED"}`);
+  // Where a block op's time goes on the ZeroMQ path, from the medians above (ns per block op).
+  const ns = (k: string): number => m.raw!.medianNs / ratios[k]!;
+  for (const form of ["array", "map"] as const) {
+    log(`  ${form}: raw apply ${ns("raw").toFixed(0)} + decoding and stream ${(ns(`stream_${form}`) - ns("raw")).toFixed(0)} ` +
+      `(decode alone ${ns(`decode_${form}`).toFixed(0)}) + ZeroMQ receive and cold payloads ${(ns(`zmq_${form}`) - ns(`stream_${form}`)).toFixed(0)} ` +
+      `(transport alone ${ns("zmq_transport").toFixed(0)}) = ${ns(`zmq_${form}`).toFixed(0)} ns`);
+  }
   const load1 = loadavg().map((x) => x.toFixed(2)).join(" ");
   log(`load average ${load0} → ${load1}; checksum ${sinkValue()}; ${((now() - started) / 1e3).toFixed(1)} s`);
   consume(worst);
-  const path = writeResults("events", {
+  const path = writeResults(args.decoder === "host" ? "events-host" : "events", {
     args, workload: st, verification: errors, measurements: m, zmqNsPerBlockOp: zmq, ratiosToRaw: ratios,
     target: { zmqOverRaw: 0.5, worst, met: worst >= 0.5 }, loadAverage: { start: load0, end: load1 }, wallMs: now() - started,
   });

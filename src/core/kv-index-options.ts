@@ -92,5 +92,17 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
     r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
   const dup = pow2AtLeast(Math.max(r.eventBytes >> 4, r.eventBlocks) * 2) * 16;
   const prompt = (t: number): number => t * 4 + t * 16;
-  return fixed + dup + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + (1 << 20);
+  return fixed + dup + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + ingestBytes(r).total + (1 << 20);
+}
+
+/**
+ * The in-core engine batch decoder's regions (reserved on first use, see kv-index-engine-batch.ts): msgpack payloads
+ * up to `input` bytes are decoded in the core into at most `output` bytes of records; larger ones take the host path.
+ */
+export function ingestBytes(r: ResolvedKvIndexOptions): { input: number; output: number; total: number } {
+  // Bounded on both sides: small eventBytes still decode typical engine steps in the core, and a huge eventBytes
+  // does not triple memory for batches that big (rare; the host decoder takes them).
+  const input = Math.min(Math.max(r.eventBytes, 1 << 16), 1 << 22);
+  const output = 2 * input;
+  return { input, output, total: input + output + 256 };
 }

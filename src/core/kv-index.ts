@@ -431,6 +431,16 @@ export class KvIndex {
     }));
   }
 
+  // ---- Engine batch ingest (src/core/kv-index-engine-batch.ts) -------------------------------------------------
+  /**
+   * Runs `fn` against the core under the trap guard (a trap rebuilds the instance, bumps `generation` and throws
+   * WasmTrapError). For in-core decoding of engine KV-event batches, which keeps its own regions and views.
+   */
+  withCore<T>(what: string, fn: (core: CoreExports) => T): T {
+    return this.#guard(what, fn);
+  }
+  // ---- end engine batch ingest ----------------------------------------------------------------------------------
+
   /** Fault injection for tests of the recovery path. */
   induceTrap(): never {
     this.#guard("debug_trap", (c) => c.debug_trap());

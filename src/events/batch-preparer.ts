@@ -1,10 +1,13 @@
 /**
  * @module Turns one engine KVEventBatch payload into kvgate binary records for one worker, applying the ingest
  * policy (tier, group, block size, token count, LoRA, extra keys). Decoding finishes before anything is applied, so
- * a corrupt payload throws with the index untouched; a valid one is applied later in one `applyBatch` per chunk.
+ * a corrupt payload throws with the index untouched; a valid one is applied later. The core decodes the common
+ * shapes itself (kv-index-engine-batch.ts) and keeps the records where it will apply them; the batches it declines
+ * are decoded here in TypeScript into the same records, applied in one `applyBatch` per chunk.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
+import { ENGINE_DELTA_KEYS, EngineBatchCodec, setSlots, type CoreDecodedBatch, type EngineBatchPolicy } from "../core/kv-index-engine-batch.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
 import { BinaryBatchBuilder } from "./binary-batch-builder.ts";
 import { readKvEventBatch } from "./batch-reader.ts";
@@ -32,6 +35,23 @@ export interface PreparedBatch {
   delta: BatchDelta;
 }
 
+export interface BatchPreparerOptions {
+  /** Decode in the core when it can (default true); false keeps every batch on the TypeScript decoder. */
+  coreDecode?: boolean;
+}
+
+/** A prepared batch's records held outside the preparer (see `snapshot`). */
+export interface RecordSnapshot {
+  bytes: Uint8Array;
+  starts: number[];
+}
+
+/** Batches each decoder handled. */
+export interface DecoderStats {
+  core: number;
+  host: number;
+}
+
 export class BatchPreparer {
   readonly builder: BinaryBatchBuilder;
   /** Separate from `builder`, which may hold a prepared batch while its worker is being cleared. */
@@ -46,13 +66,24 @@ export class BatchPreparer {
   readonly #device: boolean;
   readonly #group: number;
   readonly #onEvent = (e: EventScratch): void => this.#event(e);
+  readonly #codec: EngineBatchCodec | undefined;
+  readonly #corePolicy: EngineBatchPolicy;
+  /** The last batch the core decoded and still holds (null: the builder holds the prepared records). */
+  #core: { batch: CoreDecodedBatch; slot: number; payload: Uint8Array } | null = null;
+  readonly stats: DecoderStats = { core: 0, host: 0 };
 
-  constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy) {
+  constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy,
+    options: BatchPreparerOptions = {}) {
     this.#device = indexesTier(policy, "device");
     this.#group = policy.kvGroup ?? -1;
     const limits = { maxBytes: index.options.eventBytes, maxBlocks: index.options.eventBlocks };
     this.builder = new BinaryBatchBuilder(limits);
     this.#clearBuilder = new BinaryBatchBuilder(limits);
+    this.#codec = options.coreDecode === false ? undefined : EngineBatchCodec.for(index);
+    this.#corePolicy = {
+      blockSize: policy.blockSize, kvGroup: this.#group, indexDevice: this.#device,
+      dropForeignExtraKeys: policy.dropForeignExtraKeys, seedLo: BASE_SEED_PARTS[0], seedHi: BASE_SEED_PARTS[1],
+    };
   }
 
   /**
@@ -61,6 +92,10 @@ export class BatchPreparer {
    */
   prepare(payload: Uint8Array): PreparedBatch {
     this.builder.reset();
+    this.#core = null;
+    const fast = this.#codec?.decode(payload, this.#corePolicy);
+    if (fast !== undefined && typeof fast !== "string") return this.#fromCore(fast, payload);
+    // Declined (or corrupt: the TypeScript decoder then throws with the precise reason).
     this.#delta = emptyDelta();
     this.#hasClear = false;
     try {
@@ -69,6 +104,7 @@ export class BatchPreparer {
       if (rank > MAX_DP_RANK) throw corruptEvent(`dp rank ${rank}`);
       const slot = this.index.slotFor(this.worker, rank);
       this.builder.setSlot(slot);
+      this.stats.host++;
       return { rank, slot, records: this.builder.records, events: env.events, clears: this.#hasClear, delta: this.#delta };
     } catch (e) {
       this.builder.reset();
@@ -76,9 +112,49 @@ export class BatchPreparer {
     }
   }
 
-  /** Applies what the builder holds (the last prepared batch, or a restored snapshot). */
+  #fromCore(b: CoreDecodedBatch, payload: Uint8Array): PreparedBatch {
+    const rank = b.rank ?? this.defaultRank;
+    if (rank > MAX_DP_RANK) throw corruptEvent(`dp rank ${rank}`);
+    const delta = emptyDelta();
+    for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.deltaWords[b.deltaAt + i]!;
+    const slot = this.index.slotFor(this.worker, rank);
+    this.#core = { batch: b, slot, payload };
+    this.stats.core++;
+    return { rank, slot, records: b.records, events: b.events, clears: b.clears, delta };
+  }
+
+  /** Applies the last prepared batch (or a restored snapshot). */
   apply(): void {
-    this.#applyChunks(this.builder);
+    const core = this.#core;
+    if (!core) return this.#applyChunks(this.builder);
+    this.#core = null;
+    const codec = this.#codec!;
+    if (!codec.holds(core.batch.ticket)) {
+      // Another stream decoded into the shared core since, or a trap rebuilt it: decode again (same records).
+      const again = codec.decode(core.payload, this.#corePolicy);
+      if (typeof again === "string") throw new KvgateError("KVGATE_ERR_STATE", `engine batch no longer decodes in the core (${again})`);
+      core.batch = again;
+    }
+    codec.apply(core.batch, core.slot);
+  }
+
+  /** An independent copy of the last prepared batch's records (for batches held while a replay runs). */
+  snapshot(): RecordSnapshot {
+    const core = this.#core;
+    if (!core) return this.builder.snapshot();
+    if (!this.#codec!.holds(core.batch.ticket)) {
+      const again = this.#codec!.decode(core.payload, this.#corePolicy);
+      if (typeof again === "string") throw new KvgateError("KVGATE_ERR_STATE", `engine batch no longer decodes in the core (${again})`);
+      core.batch = again;
+    }
+    const bytes = this.#codec!.copyRecords(core.batch, core.slot);
+    return { bytes, starts: setSlots(bytes, core.slot) };
+  }
+
+  /** Makes a snapshot the batch `apply` applies next. */
+  restore(snap: RecordSnapshot): void {
+    this.#core = null;
+    this.builder.restore(snap);
   }
 
   /** Drops every entry of the given slots (the worker's ranks) without touching the prepared batch. */

@@ -1,12 +1,12 @@
 /**
- * @module Writes decoded engine events as kvgate's binary event records (format in src/core/event-encoder.ts) by
- * copying typed-array runs, not value by value, and hands them to `KvIndex.applyBatch` in chunks that respect the
- * core's buffer sizes. Slots are patched after the batch is read because vLLM puts the dp rank after the events.
+ * @module Writes decoded engine events as kvgate's binary event records (format and buffer in
+ * src/core/event-encoder.ts) by copying typed-array runs, not value by value, and hands them to `KvIndex.applyBatch`
+ * in chunks that respect the core's buffer sizes. Slots are patched after the batch is read because vLLM puts the
+ * dp rank after the events. The core's own decoder (assembly/events/record-writer.ts) writes the same records.
  */
-import { EventKind } from "../core/event-encoder.ts";
+import { EventKind, RecordBuffer } from "../core/event-encoder.ts";
 import { KvgateError } from "../core/errors.ts";
 
-const HAS_PARENT = 1;
 const HEADER = 16;
 
 // Records are copied as u32 runs in host byte order; the core reads little-endian, like every host JS runs on.
@@ -19,28 +19,10 @@ export interface RecordLimits {
   maxBlocks: number;
 }
 
-export class BinaryBatchBuilder {
-  #buf = new Uint8Array(1 << 16);
-  #u32 = new Uint32Array(this.#buf.buffer);
-  #len = 0;
-  /** Byte offset of every record, for slot patching and chunking. */
-  #starts: number[] = [];
-
+export class BinaryBatchBuilder extends RecordBuffer {
   constructor(readonly limits: RecordLimits) {
+    super(1 << 16);
     if (!LITTLE_ENDIAN) throw new KvgateError("KVGATE_ERR_STATE", "KV event ingestion needs a little-endian host");
-  }
-
-  get records(): number {
-    return this.#starts.length;
-  }
-
-  get byteLength(): number {
-    return this.#len;
-  }
-
-  reset(): void {
-    this.#len = 0;
-    this.#starts.length = 0;
   }
 
   /**
@@ -54,8 +36,8 @@ export class BinaryBatchBuilder {
     for (let from = 0; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
       const tokenWords = k * bs + ((k * bs) & 1);
-      const w = this.#header(EventKind.storedTokens, hp, k, bs, 16 + 8 * k + 4 * tokenWords) >>> 2;
-      const u = this.#u32;
+      const w = this.header(EventKind.storedTokens, hp, 0, k, bs, 16 + 8 * k + 4 * tokenWords) >>> 2;
+      const u = this.u32;
       u[w] = pLo; u[w + 1] = pHi; u[w + 2] = seedLo >>> 0; u[w + 3] = seedHi >>> 0;
       copy(u, w + 4, hashes, 2 * from, 2 * k);
       const tw = w + 4 + 2 * k;
@@ -71,8 +53,8 @@ export class BinaryBatchBuilder {
     let pLo = hasParent ? parent[0]! : 0, pHi = hasParent ? parent[1]! : 0, hp = hasParent;
     for (let from = 0; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
-      const w = this.#header(EventKind.stored, hp, k, 0, 8 + 16 * k) >>> 2;
-      const u = this.#u32;
+      const w = this.header(EventKind.stored, hp, 0, k, 0, 8 + 16 * k) >>> 2;
+      const u = this.u32;
       u[w] = pLo; u[w + 1] = pHi;
       for (let i = 0; i < k; i++) {
         const j = 2 * (from + i), o = w + 2 + 4 * i;
@@ -89,84 +71,60 @@ export class BinaryBatchBuilder {
   removed(hashes: Uint32Array, n: number): void {
     const max = this.limits.maxBytes;
     let from = 0;
-    const last = this.#starts.length - 1;
-    if (last >= 0 && this.#u32[this.#starts[last]! >>> 2]! === EventKind.removed) {
-      const at = this.#starts[last]!;
-      const k = Math.min(n, Math.floor((max - (this.#len - at)) / 8));
+    const last = this.starts.length - 1;
+    if (last >= 0 && this.u32[this.starts[last]! >>> 2]! === EventKind.removed) {
+      const at = this.starts[last]!;
+      const k = Math.min(n, Math.floor((max - (this.len - at)) / 8));
       if (k > 0) {
-        this.#ensure(8 * k);
-        copy(this.#u32, this.#len >>> 2, hashes, 0, 2 * k);
+        this.ensure(8 * k);
+        copy(this.u32, this.len >>> 2, hashes, 0, 2 * k);
         const count = (at >>> 2) + 2;
-        this.#u32[count] = this.#u32[count]! + k;
-        this.#len += 8 * k;
+        this.u32[count] = this.u32[count]! + k;
+        this.len += 8 * k;
         from = k;
       }
     }
     const perRecord = Math.max(1, Math.floor((max - HEADER) / 8));
     for (; from < n; from += perRecord) {
       const k = Math.min(perRecord, n - from);
-      const w = this.#header(EventKind.removed, false, k, 0, 8 * k) >>> 2;
-      copy(this.#u32, w, hashes, 2 * from, 2 * k);
+      const w = this.header(EventKind.removed, false, 0, k, 0, 8 * k) >>> 2;
+      copy(this.u32, w, hashes, 2 * from, 2 * k);
     }
   }
 
   cleared(): void {
-    this.#header(EventKind.cleared, false, 0, 0, 0);
+    this.header(EventKind.cleared, false, 0, 0, 0, 0);
   }
 
   /** Sets the slot of records `from` onwards. */
   setSlot(slot: number, from = 0): void {
-    for (let r = from; r < this.#starts.length; r++) this.#u32[(this.#starts[r]! >>> 2) + 1] = slot;
+    for (let r = from; r < this.starts.length; r++) this.u32[(this.starts[r]! >>> 2) + 1] = slot;
   }
 
   /** The records as consecutive chunks of at most `limits.maxBytes` bytes (views; consume before the next write). */
   *chunks(): Generator<Uint8Array> {
-    const s = this.#starts, max = this.limits.maxBytes;
-    const endOf = (r: number): number => (r + 1 < s.length ? s[r + 1]! : this.#len);
+    const s = this.starts, max = this.limits.maxBytes;
+    const endOf = (r: number): number => (r + 1 < s.length ? s[r + 1]! : this.len);
     for (let from = 0; from < s.length;) {
       let to = from + 1;
       while (to < s.length && endOf(to) - s[from]! <= max) to++;
-      yield this.#buf.subarray(s[from]!, endOf(to - 1));
+      yield this.buf.subarray(s[from]!, endOf(to - 1));
       from = to;
     }
   }
 
   /** An independent copy of the records (for batches held while a replay runs). */
   snapshot(): { bytes: Uint8Array; starts: number[] } {
-    return { bytes: this.#buf.slice(0, this.#len), starts: this.#starts.slice() };
+    return { bytes: this.buf.slice(0, this.len), starts: this.starts.slice() };
   }
 
   /** Replaces the contents with a snapshot. */
   restore(snap: { bytes: Uint8Array; starts: number[] }): void {
     this.reset();
-    this.#ensure(snap.bytes.length);
-    this.#buf.set(snap.bytes);
-    this.#len = snap.bytes.length;
-    this.#starts.push(...snap.starts);
-  }
-
-  /** Appends a record header; returns the byte offset of its body (8-aligned). */
-  #header(kind: number, hasParent: boolean, count: number, aux: number, body: number): number {
-    this.#ensure(HEADER + body);
-    const at = this.#len;
-    const w = at >>> 2, u = this.#u32;
-    u[w] = kind | (hasParent ? HAS_PARENT << 8 : 0);
-    u[w + 1] = 0;
-    u[w + 2] = count;
-    u[w + 3] = aux;
-    this.#starts.push(at);
-    this.#len = at + HEADER + body;
-    return at + HEADER;
-  }
-
-  #ensure(extra: number): void {
-    if (this.#len + extra <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
-    while (size < this.#len + extra) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.#buf.subarray(0, this.#len));
-    this.#buf = next;
-    this.#u32 = new Uint32Array(next.buffer);
+    this.ensure(snap.bytes.length);
+    this.buf.set(snap.bytes);
+    this.len = snap.bytes.length;
+    this.starts.push(...snap.starts);
   }
 }
 

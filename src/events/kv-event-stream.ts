@@ -6,7 +6,7 @@
  */
 import { isKvgateError, type KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
-import { BatchPreparer, type PreparedBatch } from "./batch-preparer.ts";
+import { BatchPreparer, type DecoderStats, type PreparedBatch, type RecordSnapshot } from "./batch-preparer.ts";
 import { addCounters, emptyCounters, type IngestCounters } from "./ingest-counters.ts";
 import { resolvePolicy, type IngestPolicy } from "./ingest-policy.ts";
 import type { KvEventStreamOptions, StreamNotice } from "./stream-options.ts";
@@ -19,7 +19,7 @@ export type StreamPhase = "initial" | "live" | "replaying" | "closed";
 interface Held {
   seq: number;
   batch: PreparedBatch;
-  snap: ReturnType<BatchPreparer["builder"]["snapshot"]>;
+  snap: RecordSnapshot;
   /** The live sequence went back here: the engine restarted while a replay ran. */
   restart: boolean;
 }
@@ -50,7 +50,12 @@ export class KvEventStream {
     this.worker = options.worker;
     this.dpRank = options.dpRank ?? 0;
     this.policy = resolvePolicy(options);
-    this.#prep = new BatchPreparer(index, this.worker, this.dpRank, this.policy);
+    this.#prep = new BatchPreparer(index, this.worker, this.dpRank, this.policy, { coreDecode: options.coreDecode });
+  }
+
+  /** Batches decoded in the core and by the TypeScript decoder (the core declines LoRA, EAGLE and rare shapes). */
+  get decoders(): Readonly<DecoderStats> {
+    return this.#prep.stats;
   }
 
   get phase(): StreamPhase {
@@ -169,7 +174,7 @@ export class KvEventStream {
       this.counters.overflowed++;
       return;
     }
-    this.#held.push({ seq, batch, snap: this.#prep.builder.snapshot(), restart: restart || (prevLive >= 0 && seq < prevLive) });
+    this.#held.push({ seq, batch, snap: this.#prep.snapshot(), restart: restart || (prevLive >= 0 && seq < prevLive) });
   }
 
   #startReplay(from: number, round: number): void {
@@ -239,7 +244,7 @@ export class KvEventStream {
         this.counters.replayFailures++;
         this.#markCold(`gap before seq ${h.seq} left after ${round + 1} replay rounds`);
       }
-      this.#prep.builder.restore(h.snap);
+      this.#prep.restore(h.snap);
       this.#apply(h.seq, h.batch);
     }
   }

@@ -24,6 +24,8 @@ export interface KvEventStreamOptions extends IngestPolicyOptions {
   maxReplayRounds?: number;
   /** A cold worker counts as rebuilt once this many blocks were stored after the clear (e.g. its KV capacity). */
   rebuildAfterBlocks?: number;
+  /** Decode batches in the WASM core when it can (default true); false keeps them all on the TypeScript decoder. */
+  coreDecode?: boolean;
   /** Told about state changes (cold, rebuilt, restart, replay failures) for logging. */
   onNotice?: (notice: StreamNotice) => void;
 }

@@ -85,7 +85,26 @@ export interface CoreExports {
   expire(now: number): number;
   score(n: number, isl: number, weight: number, temperature: number, rand: number): number;
   debug_trap(): void;
+  ingest_reserve(inBytes: number, outBytes: number): number;
+  ingest_in_ptr(): number;
+  ingest_in_cap(): number;
+  ingest_out_ptr(): number;
+  ingest_result_ptr(): number;
+  ingest_decode(n: number, blockSize: number, kvGroup: number, policy: number, seedLo: number, seedHi: number): number;
+  ingest_apply(slot: number, nBytes: number): number;
 }
+
+/** ingest_decode statuses besides Status.CORRUPT (assembly/index.ts): the host decoder takes the batch. */
+export const IngestStatus = {
+  FALLBACK: -21,
+  FULL: -22,
+} as const;
+
+/** ingest_decode policy flags (assembly/events/engine-batch.ts P_*). */
+export const IngestPolicyFlag = {
+  indexDevice: 1,
+  dropForeignExtraKeys: 2,
+} as const;
 
 export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "memory", "init", "grow_prompt", "abi_version", "tokens_ptr", "tokens_cap", "local_ptr", "seq_ptr", "blocks_cap",
@@ -93,4 +112,5 @@ export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
   "apply_events", "record_route", "expire", "score", "debug_trap",
+  "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

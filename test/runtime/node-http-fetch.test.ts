@@ -171,7 +171,7 @@ describe("node:http transport", () => {
     // Same pooled socket again: the server drops it; the transport goes again on a new connection.
     expect(await (await t.fetch(`${base}/once-per-socket`, { method: "POST", body: "x" })).text()).toBe("fresh");
     const fresh = createNodeHttpFetch();
-    const err = await fresh.fetch(`${base}/reset`).catch((e: unknown) => e as { cause?: { code?: string } });
+    const err = (await fresh.fetch(`${base}/reset`).then(() => undefined, (e: unknown) => e)) as TypeError & { cause?: { code?: string } };
     expect(err).toBeInstanceOf(TypeError);
     expect(err.cause?.code).toBe("ECONNRESET");
     t.close();
