@@ -71,8 +71,11 @@ async function measurePath(sockets: ZmqSockets, path: Path, payloads: Uint8Array
   const out: number[] = [];
   for (let i = 0; i < runs; i++) out.push(await once_());
   await close();
+  // Let the worker close its socket and exit by itself: terminating it with zeromq's context open can abort the process.
+  const exited = once(pub.worker, "exit");
   pub.worker.postMessage("close");
-  await pub.worker.terminate();
+  const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 5_000).unref());
+  if ((await Promise.race([exited, timeout])) === "timeout") await pub.worker.terminate();
   return out;
 }
 
