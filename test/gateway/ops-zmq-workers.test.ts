@@ -80,8 +80,8 @@ describe("workers with zmq_endpoint where the runtime has no ZeroMQ", () => {
   it("should refuse the worker at start with an error naming kvgate bridge", async () => {
     const loaded = await loadGatewayConfig({ argv: ["--log", "off", "--worker", "url=http://a.test,id=a,models=m,zmq_endpoint=tcp://10.0.0.5:5557"], env: {} });
     if (loaded.kind !== "config") throw new Error("help");
-    await expect(createGateway(loaded.config, { runtime: "Bun", fetch: () => Promise.reject(new Error("offline")) }))
-      .rejects.toThrow(/Bun cannot open ZeroMQ sockets; run `kvgate bridge --zmq tcp:\/\/10.0.0.5:5557 --to <this gateway>\/admin\/kv-events --worker a`/);
+    await expect(createGateway(loaded.config, { runtime: "Cloudflare Workers", fetch: () => Promise.reject(new Error("offline")) }))
+      .rejects.toThrow(/Cloudflare Workers cannot open ZeroMQ sockets; run `kvgate bridge --zmq tcp:\/\/10.0.0.5:5557 --to <this gateway>\/admin\/kv-events --worker a`/);
   });
 
   it("should reject contradictory worker specs", async () => {
