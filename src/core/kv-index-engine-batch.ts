@@ -41,6 +41,10 @@ export interface CoreDecodedBatch {
   /** Counters in ENGINE_DELTA_KEYS order: `deltaWords[deltaAt + i]` (core memory: read before the next decode). */
   deltaWords: Uint32Array;
   deltaAt: number;
+  /** Set by `decodeApply`: the slot the records were applied to (-1 otherwise). */
+  slot: number;
+  /** Set by `decodeApply` when applying failed. */
+  applyError: unknown;
 }
 
 /** Why the core did not decode a batch (the host decoder takes it in each case). */
@@ -98,9 +102,27 @@ export class EngineBatchCodec {
       const w = (res >>> 2) + 2;
       return {
         ticket: this.#ticket, rank: rank < 0 ? null : rank, events: r.u32[w]!, records: r.u32[w + 1]!, bytes: r.u32[w + 2]!,
-        clears: r.u32[w + 3] !== 0, deltaWords: r.u32, deltaAt: w + 4,
+        clears: r.u32[w + 3] !== 0, deltaWords: r.u32, deltaAt: w + 4, slot: -1, applyError: undefined,
       };
     });
+  }
+
+  /**
+   * Decodes `payload` and, when the core took it, applies its records to `slotOf(rank)` in the same core call: the
+   * live in-order path, where nothing can come between the two. A throw from `slotOf` (bad rank, no slot left)
+   * leaves the index untouched; an error while applying (a refusal, a trap) is returned in `applyError`, since the
+   * batch then counts as applied all the same (as after a throw from `apply`).
+   */
+  decodeApply(payload: Uint8Array, p: EngineBatchPolicy, slotOf: (rank: number | null) => number): CoreDecodedBatch | CoreDecline {
+    const b = this.decode(payload, p);
+    if (typeof b === "string") return b;
+    b.slot = slotOf(b.rank);
+    try {
+      this.apply(b, b.slot);
+    } catch (e) {
+      b.applyError = e;
+    }
+    return b;
   }
 
   /** Whether the records of `ticket` are still in the core (no decode since, no rebuild after a trap). */

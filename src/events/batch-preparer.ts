@@ -71,6 +71,15 @@ export class BatchPreparer {
   /** The last batch the core decoded and still holds (null: the builder holds the prepared records). */
   #core: { batch: CoreDecodedBatch; slot: number; payload: Uint8Array } | null = null;
   readonly stats: DecoderStats = { core: 0, host: 0 };
+  /** What went wrong applying the last `prepareApply` batch (undefined: nothing). */
+  applyError: unknown = undefined;
+  /** The batch `prepareApply` returns for core-decoded payloads (reused). */
+  readonly #applied: PreparedBatch = { rank: 0, slot: 0, records: 0, events: 0, clears: false, delta: emptyDelta() };
+  readonly #slotOf = (rank: number | null): number => {
+    const r = rank ?? this.defaultRank;
+    if (r > MAX_DP_RANK) throw corruptEvent(`dp rank ${r}`);
+    return this.index.slotFor(this.worker, r);
+  };
 
   constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy,
     options: BatchPreparerOptions = {}) {
@@ -95,7 +104,13 @@ export class BatchPreparer {
     this.#core = null;
     const fast = this.#codec?.decode(payload, this.#corePolicy);
     if (fast !== undefined && typeof fast !== "string") return this.#fromCore(fast, payload);
-    // Declined (or corrupt: the TypeScript decoder then throws with the precise reason).
+    return this.#prepareHost(payload);
+  }
+
+  /** The TypeScript decoder, for batches the core declined (or found corrupt: this then throws the precise reason). */
+  #prepareHost(payload: Uint8Array): PreparedBatch {
+    this.builder.reset();
+    this.#core = null;
     this.#delta = emptyDelta();
     this.#hasClear = false;
     try {
@@ -110,6 +125,40 @@ export class BatchPreparer {
       this.builder.reset();
       throw e;
     }
+  }
+
+  /**
+   * `prepare` then `apply` for a batch applied at once (the live, in-order path): the core decodes and applies in a
+   * row, with no copy of its records kept for a later apply. Throws as `prepare` does, before anything is applied;
+   * an error while applying is left in `applyError` instead (the batch counts as applied). The returned batch and
+   * its delta are reused by the next call.
+   */
+  prepareApply(payload: Uint8Array): PreparedBatch {
+    this.applyError = undefined;
+    this.#core = null;
+    const codec = this.#codec;
+    if (codec !== undefined) {
+      const b = codec.decodeApply(payload, this.#corePolicy, this.#slotOf);
+      if (typeof b !== "string") {
+        this.applyError = b.applyError;
+        this.stats.core++;
+        const out = this.#applied, delta = out.delta;
+        for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.deltaWords[b.deltaAt + i]!;
+        out.rank = b.rank ?? this.defaultRank;
+        out.slot = b.slot;
+        out.records = b.records;
+        out.events = b.events;
+        out.clears = b.clears;
+        return out;
+      }
+    }
+    const batch = this.#prepareHost(payload);
+    try {
+      if (batch.records > 0) this.apply();
+    } catch (e) {
+      this.applyError = e;
+    }
+    return batch;
   }
 
   #fromCore(b: CoreDecodedBatch, payload: Uint8Array): PreparedBatch {

@@ -89,3 +89,13 @@ export function emptyDelta(): BatchDelta {
     deviceEvents: 0, hostEvents: 0, diskEvents: 0, externalEvents: 0,
   };
 }
+
+const DELTA_KEYS: readonly (keyof BatchDelta)[] = Object.keys(emptyDelta()) as (keyof BatchDelta)[];
+
+/** Adds a batch's delta into `into` (per applied batch: a fixed key list, not `addCounters`' for-in). */
+export function addDelta(into: IngestCounters, d: Readonly<BatchDelta>): void {
+  for (let i = 0; i < DELTA_KEYS.length; i++) {
+    const k = DELTA_KEYS[i]!;
+    into[k] += d[k];
+  }
+}

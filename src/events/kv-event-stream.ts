@@ -7,7 +7,7 @@
 import { isKvgateError, type KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { BatchPreparer, type DecoderStats, type PreparedBatch, type RecordSnapshot } from "./batch-preparer.ts";
-import { addCounters, emptyCounters, type IngestCounters } from "./ingest-counters.ts";
+import { addDelta, emptyCounters, type IngestCounters } from "./ingest-counters.ts";
 import { resolvePolicy, type IngestPolicy } from "./ingest-policy.ts";
 import type { KvEventStreamOptions, StreamNotice } from "./stream-options.ts";
 import { parseLiveMessage } from "./zmq-frames.ts";
@@ -79,6 +79,8 @@ export class KvEventStream {
   onBatch(seq: number, payload: Uint8Array): void {
     if (this.#closed) return;
     try {
+      // The steady state (next in order, nothing replaying, no restart): decoded and applied in one step.
+      if (!this.#replay && seq === this.lastSeq + 1 && seq > this.#lastLive) return this.#applyNext(seq, payload);
       const batch = this.#prepare(payload);
       if (!batch) return;
       if (this.#replay) this.#hold(seq, batch);
@@ -149,16 +151,37 @@ export class KvEventStream {
     if (this.cold) this.#warm("engine restarted");
   }
 
+  /** `#sequence` + `#apply` for the batch right after the last applied one, with the records applied as decoded. */
+  #applyNext(seq: number, payload: Uint8Array): void {
+    let batch: PreparedBatch;
+    try {
+      batch = this.#prep.prepareApply(payload);
+    } catch (e) {
+      if (isKvgateError(e) && e.code === "KVGATE_ERR_CORRUPT_EVENT") this.counters.corruptFrames++;
+      else this.#applyError(e);
+      return;
+    }
+    this.#lastLive = seq;
+    const err = this.#prep.applyError;
+    if (err !== undefined) this.#applyError(err);
+    this.#applied(seq, batch);
+  }
+
   #apply(seq: number, batch: PreparedBatch): void {
     try {
       if (batch.records > 0) this.#prep.apply();
     } catch (e) {
       this.#applyError(e);
     }
+    this.#applied(seq, batch);
+  }
+
+  /** Bookkeeping once a batch was applied (or its apply failed: it is not retried). */
+  #applied(seq: number, batch: PreparedBatch): void {
     this.lastSeq = seq;
     this.#slots.add(batch.slot);
     this.counters.batches++;
-    addCounters(this.counters, batch.delta);
+    addDelta(this.counters, batch.delta);
     if (!this.cold) return;
     this.#blocksSinceCold += batch.delta.blocksStored;
     if (batch.clears) this.#warm("engine cleared its cache");
