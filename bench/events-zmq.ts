@@ -9,10 +9,10 @@
  */
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
-import { Subscriber } from "zeromq";
 import type { KvIndex } from "../src/core/kv-index.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
 import { plainFrames } from "../src/events/zmq-frames.ts";
+import { nativeSockets } from "../src/runtime/zmq-native.ts";
 import { ZmqKvEventSubscriber } from "../src/runtime/zmq-subscriber.ts";
 import { now } from "./harness.ts";
 
@@ -53,10 +53,13 @@ interface Receiver {
   close(): Promise<void>;
 }
 
-/** The same loop as ZmqKvEventSubscriber's, on a socket the benchmark can hold while frames queue up. */
+/**
+ * The same loop as ZmqKvEventSubscriber's, on the gateway's SUB socket (zmq-native.ts), which the benchmark can hold
+ * while frames queue up.
+ */
 function gatedReceiver(endpoint: string, stream: KvEventStream | undefined): Receiver {
-  const sock = new Subscriber({ linger: 0, receiveHighWaterMark: 10_000_000 });
-  sock.subscribe();
+  const sock = nativeSockets.subscriber({ receiveHighWaterMark: 10_000_000 });
+  sock.subscribe("");
   sock.connect(endpoint);
   let n = -1;
   let gate: Promise<void> | undefined;
