@@ -6,6 +6,7 @@ import { KvEventStream, type ReplaySource } from "../../src/events/kv-event-stre
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
 import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, derivedVectors, hex, liveFrames, loadCapture, pack, until, vllmBatch } from "./helpers.ts";
+import { mutateBytes } from "./random-batches.ts";
 import { TestEngine } from "./zmq-engine.ts";
 
 const capture = loadCapture();
@@ -89,19 +90,8 @@ function fuzzed(r: Random, next: number, last: number): Fuzzed {
     case 5: return { frames: liveFrames(next, CONFUSED[r.int(CONFUSED.length)]!), staleSeq: false };
     case 6: return { frames: [new Uint8Array(0), new Uint8Array(8).fill(0xff), valid], staleSeq: false }; // END marker on the live socket
     case 7: return { frames: [new Uint8Array(0), new Uint8Array([0xff, 0xf0, 0, 0, 0, 0, 0, 1]), valid], staleSeq: false }; // seq ≥ 2^53
-    default: {
-      const p = Array.from(valid);
-      for (let m = 1 + r.int(4); m > 0; m--) {
-        const at = r.int(p.length);
-        switch (r.int(4)) {
-          case 0: p[at] = p[at]! ^ (1 << r.int(8)); break;
-          case 1: p[at] = r.int(256); break;
-          case 2: p.splice(at, 0, r.int(256)); break;
-          default: p.splice(at, 1);
-        }
-      }
-      return { frames: liveFrames(last, Uint8Array.from(p)), staleSeq: true };
-    }
+    default:
+      return { frames: liveFrames(last, mutateBytes(r, valid)), staleSeq: true };
   }
 }
 

@@ -119,18 +119,22 @@ export function corrupt(r: Random, valid: Uint8Array): Uint8Array {
       for (let i = valid.length; i < out.length; i++) out[i] = r.int(256);
       return out;
     }
-    default: {
-      const p = Array.from(valid);
-      for (let m = 1 + r.int(4); m > 0 && p.length > 0; m--) {
-        const at = r.int(p.length);
-        switch (r.int(4)) {
-          case 0: p[at] = p[at]! ^ (1 << r.int(8)); break;
-          case 1: p[at] = r.int(256); break;
-          case 2: p.splice(at, 0, r.int(256)); break;
-          default: p.splice(at, 1);
-        }
-      }
-      return Uint8Array.from(p);
+    default:
+      return mutateBytes(r, valid);
+  }
+}
+
+/** One to four byte edits (flip a bit, overwrite, insert, delete) at random places. */
+export function mutateBytes(r: Random, valid: Uint8Array): Uint8Array {
+  const p = Array.from(valid);
+  for (let m = 1 + r.int(4); m > 0 && p.length > 0; m--) {
+    const at = r.int(p.length);
+    switch (r.int(4)) {
+      case 0: p[at] = p[at]! ^ (1 << r.int(8)); break;
+      case 1: p[at] = r.int(256); break;
+      case 2: p.splice(at, 0, r.int(256)); break;
+      default: p.splice(at, 1);
     }
   }
+  return Uint8Array.from(p);
 }
