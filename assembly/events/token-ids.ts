@@ -8,27 +8,36 @@ export function readTokens(out: usize, n: u32): void {
   let p = pos;
   const e = end;
   let i: u32 = 0;
-  // While the bytes left hold every remaining id at the widest fast form (5 bytes), ids are read without per-id
-  // bounds checks, one compare and branch per width (a branchless form with selects measured slower).
-  while (i < n && <u64>(e - p) >= (<u64>(n - i)) * 5) {
-    const b = <u32>load<u8>(p);
-    const o = out + (<usize>i << 2);
-    if (b == 0xce) {
-      store<u32>(o, bswap<u32>(load<u32>(p, 1)));
-      p += 5;
-    } else if (b == 0xcd) {
-      store<u32>(o, <u32>bswap<u16>(load<u16>(p, 1)));
-      p += 3;
-    } else if (b < 0x80) {
-      store<u32>(o, b);
-      p++;
-    } else if (b == 0xcc) {
-      store<u32>(o, <u32>load<u8>(p, 1));
-      p += 2;
-    } else {
-      break; // another form: the checked reader below
+  // Runs of ids that fit in the bytes left even at the widest fast form (5 bytes) are read without bounds checks,
+  // one length check per run rather than per id; uint16 is tested first (most ids of a 150k vocabulary). A branchless
+  // form with selects, and a two-uint16 step, measured slower.
+  let other = false;
+  while (i < n && !other) {
+    const k = <u32>min<u64>(<u64>(n - i), <u64>(e - p) / 5);
+    if (k == 0) break;
+    const stop = i + k;
+    let o = out + (<usize>i << 2);
+    while (i < stop) {
+      const b = <u32>load<u8>(p);
+      if (b == 0xcd) {
+        store<u32>(o, <u32>bswap<u16>(load<u16>(p, 1)));
+        p += 3;
+      } else if (b < 0x80) {
+        store<u32>(o, b);
+        p++;
+      } else if (b == 0xce) {
+        store<u32>(o, bswap<u32>(load<u32>(p, 1)));
+        p += 5;
+      } else if (b == 0xcc) {
+        store<u32>(o, <u32>load<u8>(p, 1));
+        p += 2;
+      } else {
+        other = true; // another form: the checked reader below
+        break;
+      }
+      i++;
+      o += 4;
     }
-    i++;
   }
   while (i < n) {
     if (p >= e) { fail(S_CORRUPT); return; }

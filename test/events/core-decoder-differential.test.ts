@@ -160,6 +160,25 @@ describe("in-core decoder edge cases", () => {
     ["reserved type code 0xc1", raw("93 cb41d954fc40000000 91 93 ac 426c6f636b52656d6f766564 91 c1 00 00")],
     ["ext types in unknown fields", raw("93 cb41d954fc40000000 91 92 a6 467574757265 95 d4 01 02 d5 01 0203 c7 02 01 0405 d8 01 00112233445566778899aabbccddeeff c9 00000001 01 00 00")],
   ];
+  it("should match the host decoder on token ids of every width, whole and cut at every byte", async () => {
+    // Ids of every msgpack width, ending the payload (a map batch whose last value is the token array), so the
+    // core's unchecked runs and its checked tail both meet the end of the bytes.
+    const widths = [5, 200, 40_000, 70_000, 127, 255, 65_535, 2 ** 32 - 1, 128, 256, 65_536, 0, 1, 300, 90_000, 17];
+    const payloads = [
+      pack({ ts: TS, events: [{ type: "BlockStored", block_hashes: [5n], parent_block_hash: null, token_ids: widths }] }),
+      pack({ ts: TS, events: [{ type: "BlockStored", block_hashes: [5n, 6n], parent_block_hash: null, token_ids: [...T, ...widths] }] }),
+    ];
+    const { core, host } = await pairOfPreparers({ blockSize: BS });
+    for (const full of payloads) {
+      const before = core.stats.core;
+      expect(outcome(core, full)).toEqual(outcome(host, full));
+      expect(core.stats.core, "decoded in the core").toBe(before + 1);
+      for (let cut = full.length; cut > full.length - 80; cut--) {
+        const part = full.subarray(0, cut);
+        expect(outcome(core, part), `cut at ${cut}`).toEqual(outcome(host, part));
+      }
+    }
+  });
   for (const [name, payload] of CASES) {
     it(`should match the host decoder on ${name}`, async () => {
       for (const policy of [{ blockSize: BS }, { blockSize: BS, kvGroup: 1 }]) {
