@@ -7,12 +7,12 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
-import { ENGINE_DELTA_KEYS, EngineBatchCodec, setSlots, type CoreDecodedBatch, type EngineBatchPolicy } from "../core/kv-index-engine-batch.ts";
+import { EngineBatchCodec, setSlots, type CoreDecodedBatch, type EngineBatchPolicy } from "../core/kv-index-engine-batch.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
 import { BinaryBatchBuilder } from "./binary-batch-builder.ts";
 import { readKvEventBatch } from "./batch-reader.ts";
 import { EventScratch, TAG_CLEARED, TAG_REMOVED, TAG_STORED } from "./event-scratch.ts";
-import { emptyDelta, type BatchDelta } from "./ingest-counters.ts";
+import { deltaFromWords, emptyDelta, type BatchDelta } from "./ingest-counters.ts";
 import { indexesTier, tierOf, type IngestPolicy } from "./ingest-policy.ts";
 import { corruptEvent, MsgpackCursor } from "./msgpack-cursor.ts";
 
@@ -142,8 +142,8 @@ export class BatchPreparer {
       if (typeof b !== "string") {
         this.applyError = b.applyError;
         this.stats.core++;
-        const out = this.#applied, delta = out.delta;
-        for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.deltaWords[b.deltaAt + i]!;
+        const out = this.#applied;
+        deltaFromWords(out.delta, b.deltaWords, b.deltaAt);
         out.rank = b.rank ?? this.defaultRank;
         out.slot = b.slot;
         out.records = b.records;
@@ -164,8 +164,7 @@ export class BatchPreparer {
   #fromCore(b: CoreDecodedBatch, payload: Uint8Array): PreparedBatch {
     const rank = b.rank ?? this.defaultRank;
     if (rank > MAX_DP_RANK) throw corruptEvent(`dp rank ${rank}`);
-    const delta = emptyDelta();
-    for (let i = 0; i < ENGINE_DELTA_KEYS.length; i++) delta[ENGINE_DELTA_KEYS[i]!] = b.deltaWords[b.deltaAt + i]!;
+    const delta = deltaFromWords(emptyDelta(), b.deltaWords, b.deltaAt);
     const slot = this.index.slotFor(this.worker, rank);
     this.#core = { batch: b, slot, payload };
     this.stats.core++;
