@@ -7,6 +7,7 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
+import type { SlotKey } from "../core/slot-map.ts";
 import { EngineBatchCodec, setSlots, type CoreDecodedBatch, type EngineBatchPolicy } from "../core/kv-index-engine-batch.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
 import { BinaryBatchBuilder } from "./binary-batch-builder.ts";
@@ -78,8 +79,14 @@ export class BatchPreparer {
   readonly #slotOf = (rank: number | null): number => {
     const r = rank ?? this.defaultRank;
     if (r > MAX_DP_RANK) throw corruptEvent(`dp rank ${r}`);
-    return this.index.slotFor(this.worker, r);
+    // The last rank's slot, while the index still maps it to this worker (no key string and map lookup per batch).
+    const c = this.#lastSlot;
+    if (c !== undefined && c.rank === r && this.index.slots.at(c.slot) === c.key) return c.slot;
+    const slot = this.index.slotFor(this.worker, r);
+    this.#lastSlot = { rank: r, slot, key: this.index.slots.at(slot) };
+    return slot;
   };
+  #lastSlot: { rank: number; slot: number; key: SlotKey | undefined } | undefined;
 
   constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy,
     options: BatchPreparerOptions = {}) {

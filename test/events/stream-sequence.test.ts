@@ -289,3 +289,21 @@ describe("joining a running engine", () => {
     }
   });
 });
+
+describe("slot of the in-order path", () => {
+  it("should follow the index when the worker's slot was released and taken by another worker", () => {
+    const s = open();
+    s.onBatch(0, blockBatch(0));
+    s.onBatch(1, blockBatch(1));
+    expect(index.treeSize("w")).toBe(2);
+    const first = index.slotFor("w");
+    index.removeWorker("w");
+    // Another worker now holds the slot the stream wrote to: the stream's next batch must open a slot of its own.
+    expect(index.slotFor("other")).toBe(first);
+    s.onBatch(2, vllmBatch([captureStored(capture, { from: 0, blocks: 3 })]));
+    expect(index.treeSize("other")).toBe(0);
+    expect(index.treeSize("w")).toBe(3);
+    expect(index.slotFor("w")).not.toBe(first);
+    expect(s.counters.applyErrors).toBe(0);
+  });
+});
