@@ -11,7 +11,6 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { KvIndex } from "../src/core/kv-index.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
-import { plainFrames } from "../src/events/zmq-frames.ts";
 import { nativeSockets } from "../src/runtime/zmq-native.ts";
 import { ZmqKvEventSubscriber } from "../src/runtime/zmq-subscriber.ts";
 import { now } from "./harness.ts";
@@ -67,7 +66,7 @@ function gatedReceiver(endpoint: string, stream: KvEventStream | undefined): Rec
   const loop = (async () => {
     for await (const frames of sock) {
       if (gate) await gate;
-      if (stream) stream.onMessage(plainFrames(frames));
+      if (stream) stream.onMessage(frames);
       n++;
     }
   })().catch(() => undefined);

@@ -10,7 +10,7 @@ import { BatchPreparer, type DecoderStats, type PreparedBatch, type RecordSnapsh
 import { addDelta, emptyCounters, type IngestCounters } from "./ingest-counters.ts";
 import { resolvePolicy, type IngestPolicy } from "./ingest-policy.ts";
 import type { KvEventStreamOptions, StreamNotice } from "./stream-options.ts";
-import { parseLiveMessage } from "./zmq-frames.ts";
+import { liveSeq, plainFrame } from "./zmq-frames.ts";
 
 export type { KvEventStreamOptions, ReplaySource, StreamNotice } from "./stream-options.ts";
 
@@ -64,15 +64,18 @@ export class KvEventStream {
     return this.lastSeq < 0 ? "initial" : "live";
   }
 
-  /** A message from the live socket, as frames. Never throws. */
+  /**
+   * A message from the live socket, as frames the transport hands out (Node Buffers too: the payload is viewed as a
+   * plain Uint8Array, so the decoders see one array class). Never throws; keeps no frame after it returns.
+   */
   onMessage(frames: readonly Uint8Array[]): void {
     this.counters.messages++;
-    const m = parseLiveMessage(frames);
-    if (!m) {
+    const seq = liveSeq(frames);
+    if (seq < 0) {
       this.counters.corruptFrames++;
       return;
     }
-    this.onBatch(m.seq, m.payload);
+    this.onBatch(seq, plainFrame(frames[2]!));
   }
 
   /** One engine batch with its sequence number (for transports that frame differently). Never throws. */

@@ -32,12 +32,18 @@ export function encodeSeq(seq: number): Uint8Array {
   return out;
 }
 
+/** The sequence number of a live PUB message (exactly three frames, an 8-byte sequence number; the payload is the
+ * third), or BAD_SEQ when malformed: what a stream reads per message, without building a SeqFrame. */
+export function liveSeq(frames: readonly Uint8Array[]): number {
+  if (frames.length !== 3) return BAD_SEQ;
+  const seq = readSeq(frames[1]);
+  return seq < 0 ? BAD_SEQ : seq;
+}
+
 /** A live PUB message: exactly three frames with an 8-byte sequence number; null when malformed. */
 export function parseLiveMessage(frames: readonly Uint8Array[]): SeqFrame | null {
-  if (frames.length !== 3) return null;
-  const seq = readSeq(frames[1]);
-  if (seq < 0) return null;
-  return { seq, payload: frames[2]! };
+  const seq = liveSeq(frames);
+  return seq < 0 ? null : { seq, payload: frames[2]! };
 }
 
 /**
@@ -64,9 +70,11 @@ export function replayRequest(seq: number): Uint8Array[] {
  */
 export function plainFrames(frames: readonly Uint8Array[]): Uint8Array[] {
   const out = new Array<Uint8Array>(frames.length);
-  for (let i = 0; i < frames.length; i++) {
-    const f = frames[i]!;
-    out[i] = f.constructor === Uint8Array ? f : new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
-  }
+  for (let i = 0; i < frames.length; i++) out[i] = plainFrame(frames[i]!);
   return out;
+}
+
+/** One frame as a plain Uint8Array view (see plainFrames). */
+export function plainFrame(f: Uint8Array): Uint8Array {
+  return f.constructor === Uint8Array ? f : new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
 }

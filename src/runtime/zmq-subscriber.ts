@@ -8,7 +8,6 @@
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { endpointForRank } from "../events/dp-endpoint.ts";
-import { plainFrames } from "../events/zmq-frames.ts";
 import { KvEventHub, type IngestTotals, type StreamStatus } from "../events/kv-event-hub.ts";
 import type { KvEventStream, KvEventStreamOptions } from "../events/kv-event-stream.ts";
 import { ZmqReplayClient } from "./zmq-replay-client.ts";
@@ -156,7 +155,7 @@ export class ZmqKvEventSubscriber {
   async #receive(sock: SubSocket, stream: KvEventStream): Promise<void> {
     while (!sock.closed) {
       try {
-        for await (const frames of sock) stream.onMessage(plainFrames(frames));
+        for await (const frames of sock) stream.onMessage(frames);
       } catch {
         if (sock.closed) return;
         this.transport.socketErrors++;

@@ -307,3 +307,19 @@ describe("slot of the in-order path", () => {
     expect(s.counters.applyErrors).toBe(0);
   });
 });
+
+describe("live messages as frames", () => {
+  it("should apply Node Buffer frames and count malformed messages as corrupt", () => {
+    const s = open({ replay: undefined, replayOnJoin: false });
+    const seq = (n: number): Buffer => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
+    s.onMessage([Buffer.alloc(0), seq(0), Buffer.from(blockBatch(0))]);
+    s.onMessage([Buffer.alloc(0), seq(1)]);
+    s.onMessage([Buffer.alloc(0), seq(1).subarray(1), Buffer.from(blockBatch(1))]);
+    s.onMessage([Buffer.alloc(0), Buffer.alloc(8, 0xff), Buffer.from(blockBatch(1))]);
+    s.onMessage([Buffer.alloc(0), seq(1), Buffer.from(blockBatch(1)), Buffer.alloc(0)]);
+    expect(s.counters).toMatchObject({ messages: 5, corruptFrames: 4, batches: 1 });
+    s.onMessage([new Uint8Array(0), new Uint8Array(seq(1)), blockBatch(1)]);
+    expect(s.counters).toMatchObject({ messages: 6, corruptFrames: 4, batches: 2 });
+    expect(index.treeSize("w")).toBe(2);
+  });
+});
