@@ -42,7 +42,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
       d.handle.firstToken();
       d.handle.finish();
       try {
-        gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
+        if (!d.kvTransferred) gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
       } catch {
         // not JSON: nothing to learn from it
       }

@@ -61,6 +61,11 @@ describe("SGLang flow through kvgate", () => {
 
     const m = await f.metrics();
     expect(series(m, "kvgate_disagg_prefill_total", { flow: "sglang", prefill: "remote", reason: "unconditional" })).toBe(3);
+    // The prefill legs' usage is the actual hit: A and B cold, A again cached (the decodes count transferred KV cached).
+    expect(series(m, "kvgate_predicted_hit_rate_count")).toBe(3);
+    expect(series(m, "kvgate_actual_hit_rate_count")).toBe(3);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeGreaterThan(0.5);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeLessThan(1.5);
     expect(noBookings(f)).toBe(true);
     for (const s of f.prefill) expect(s.engine.cache.usedBlocks).toBe(0);
   });
