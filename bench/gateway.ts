@@ -1,8 +1,9 @@
 /**
  * @module `npm run bench -- gateway`: issue 4 acceptance 4 — what kvgate adds in front of one simulated worker.
  * One sim process serves every case; kvgate runs as a real process on Node and on Bun (same adapters as in
- * production, approximate tokenization, KV-event recording off). As a reference, the smallest Hono reverse proxy
- * (bench/hono-proxy.ts) runs on each runtime too: the price of the extra HTTP hop alone. For 1k- and 8k-token
+ * production; approximate mode: the worker sends no KV events and kvgate records its own decisions). As a reference,
+ * the smallest Hono reverse proxy (bench/hono-proxy.ts; on Node over kvgate's node:http transport) runs on each
+ * runtime too: the price of the extra HTTP hop alone. For 1k- and 8k-token
  * streaming chat prompts it measures, against the same worker in the same run:
  *   - latency (concurrency 1): p50/p99 of the whole streamed response and of the first token, with the three
  *     targets (direct, kvgate-node, kvgate-bun) interleaved request by request so drift hits them alike;

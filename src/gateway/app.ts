@@ -46,7 +46,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
     const ready = healthy > 0;
     return c.json({ status: ready ? "ready" : "not_ready", workers: gw.fleet.size, healthy_workers: healthy }, ready ? 200 : 503);
   });
-  app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index, gw.ingest.hub.counters()), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
+  app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index, gw.ingest.hub.counters(), gw.ingest.zmqCounters()), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
   app.get("/v1/models", (c) => c.json({ object: "list", data: gw.fleet.models() }));
 
   const limit = bodyLimit(gw.config.maxBodyBytes);

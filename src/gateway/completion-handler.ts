@@ -9,7 +9,7 @@ import { servesDisaggregated } from "./disagg-decide.ts";
 import { dispatch, type Dispatched } from "./dispatch.ts";
 import { decisionHeaders, prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
-import { readJsonObject } from "../core/json-body.ts";
+import { readJsonObjectText } from "../core/json-body.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
 import { previewBody } from "./route-preview.ts";
 import { SseRelay } from "./sse-relay.ts";
@@ -42,7 +42,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
       d.handle.firstToken();
       d.handle.finish();
       try {
-        gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
+        if (!d.kvTransferred) gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
       } catch {
         // not JSON: nothing to learn from it
       }
@@ -70,7 +70,8 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
 
 export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
   return async function completions(c: Context): Promise<Response> {
-    const ex = await prepareExchange(gw, c, endpoint, await readJsonObject(c.req.raw));
+    const { value, text } = await readJsonObjectText(c.req.raw);
+    const ex = await prepareExchange(gw, c, endpoint, value, text);
     if (ex.ext.queryOnly) {
       const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
       const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });

@@ -71,6 +71,8 @@ export async function runPrefill(gw: GatewayState, ex: Exchange, leg: { handle: 
       if (lack === undefined) {
         handle.firstToken();
         handle.finish();
+        // What the prefill engine found cached is the request's actual hit (the decode counts transferred KV cached).
+        gw.metrics.usage((json as { usage?: unknown }).usage);
         gw.metrics.disaggLeg.observe({ leg: "prefill" }, (gw.fineNow() - started) / 1000);
         return { kind: "done", worker, json: json as Record<string, unknown> };
       }

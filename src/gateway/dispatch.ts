@@ -16,6 +16,11 @@ export interface Dispatched {
   signals: RouteSignals;
   /** More response headers about the decision (disaggregated serving: where the prompt was prefilled). */
   headers?: Record<string, string>;
+  /**
+   * The prompt's KV reached this worker by transfer from a prefill worker: its usage counts those tokens cached, which
+   * says nothing about routing, so the prefill leg's usage is the actual hit recorded instead.
+   */
+  kvTransferred?: boolean;
 }
 
 /** How one leg of a request is routed and sent; disaggregated serving sends two legs per request. */
@@ -84,14 +89,15 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     if (outcome.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a dispatch");
     const { handle, signals } = outcome;
     if (leg.prefilled) handle.firstToken();
-    gw.metrics.routed(signals, ex.tokenizeMs);
+    // One prediction per request: a disaggregated request's is its prefill leg's (recorded by routePrefill).
+    if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs);
     let failure: UpstreamFailure;
     try {
       const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
       if (attempt.res.ok || !retryableStatus(status)) {
         gw.health.attemptSucceeded(signals.worker);
-        return { attempt, handle, signals };
+        return leg.prefilled ? { attempt, handle, signals, kvTransferred: true } : { attempt, handle, signals };
       }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);

@@ -27,8 +27,24 @@ export function checkBody(endpoint: Endpoint, body: Record<string, unknown>): vo
   }
 }
 
-/** Parses, tokenizes and describes one request; shared with /v1/route. */
-export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>): Promise<Exchange> {
+/**
+ * The body the worker gets, as text: the client's own text when kvgate changes nothing, or only asks for usage
+ * (spliced in front; the body has no stream_options then), so a 4–400 KB prompt is not serialized again on the
+ * request path and integers beyond 2^53 reach the worker exactly as sent. Re-serialized when kvgate's routing
+ * field has to come out or stream_options is merged.
+ */
+export function workerBodyText(raw: Record<string, unknown>, body: Record<string, unknown>, text: string | undefined, usageAdded: boolean): string {
+  if (text === undefined || "kvgate" in raw || (usageAdded && "stream_options" in raw)) return JSON.stringify(body);
+  if (!usageAdded) return text;
+  const at = text.indexOf("{") + 1;
+  return `${text.slice(0, at)}"stream_options":{"include_usage":true},${text.slice(at)}`;
+}
+
+/**
+ * Parses, tokenizes and describes one request; shared with /v1/route. `rawText` is the text `raw` was parsed
+ * from, when the caller has it.
+ */
+export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string): Promise<Exchange> {
   const arrivedAt = gw.fineNow();
   checkBody(endpoint, raw);
   const model = typeof raw.model === "string" ? raw.model : undefined;
@@ -49,7 +65,7 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
   return {
-    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText: JSON.stringify(body),
+    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText: workerBodyText(raw, body, rawText, stripUsage),
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
     headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
     signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,

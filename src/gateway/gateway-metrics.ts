@@ -5,6 +5,7 @@
 import type { KvIndex } from "../core/kv-index.ts";
 import type { IngestTotals } from "../events/index.ts";
 import type { RouteSignals, RouterSnapshot } from "../routing/index.ts";
+import type { ZmqConnectionCounters } from "./kv-ingest.ts";
 import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
 
 const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
@@ -17,6 +18,8 @@ const EVENT_STATUS = {
   applied: "ok", parentMissing: "parent_block_not_found", invalid: "invalid_block", capacity: "capacity",
   unknownRemoved: "block_not_found", badSlot: "bad_slot", corrupt: "corrupt",
 } as const;
+/** ZeroMQ transport counters → the event label of kvgate_zmq_connection_events_total. */
+const ZMQ_EVENTS = { connects: "connect", disconnects: "disconnect", socketErrors: "socket_error", protocolErrors: "protocol_error" } as const;
 /** Ingest counters rendered per event type. */
 const EVENT_TYPES = { storedEvents: "stored", removedEvents: "removed", clearedEvents: "cleared" } as const;
 
@@ -43,6 +46,7 @@ export class GatewayMetrics {
   readonly kvIngest = this.registry.counter("kvgate_kv_ingest_total", "KV-event ingestion counters summed over every engine stream (drops by reason, gaps, restarts, cold marks, …)");
   readonly kvStreams = this.registry.gauge("kvgate_kv_event_streams", "Open engine KV-event streams, and how many are cold (index view incomplete)");
   readonly kvApplied = this.registry.counter("kvgate_kv_events_applied_total", "KV events applied to the index, by status");
+  readonly zmqConnections = this.registry.counter("kvgate_zmq_connection_events_total", "ZeroMQ KV-event sockets to engines: connects, disconnects, receive errors, connections closed for breaking the protocol");
   readonly kvBatches = this.registry.counter("kvgate_kv_event_batches_total", "KV-event batches received, by result");
   readonly retries = this.registry.counter("kvgate_retries_total", "Attempts repeated on another worker before the first token, by reason");
   readonly migrations = this.registry.counter("kvgate_migrations_total", "Streams continued on another worker after their first token, by endpoint");
@@ -91,11 +95,13 @@ export class GatewayMetrics {
     // A source that went back (the core was rebuilt after a trap) restarted from zero.
     const d = absolute >= last ? absolute - last : absolute;
     this.#seen.set(key, absolute);
-    if (d > 0) c.inc(labels, d);
+    // inc by 0 still creates the series: a counter shows at 0 from the first scrape that has its source.
+    c.inc(labels, d > 0 ? d : 0);
   }
 
   /** The exposition text, with the load gauges and ingest counters refreshed from their sources first. */
-  render(snap: RouterSnapshot, index: KvIndex, ingest: IngestTotals): string {
+  render(snap: RouterSnapshot, index: KvIndex, ingest: IngestTotals, zmq?: Readonly<ZmqConnectionCounters>): string {
+    if (zmq) for (const [k, event] of Object.entries(ZMQ_EVENTS)) this.#sync(this.zmqConnections, { event }, zmq[k as keyof typeof ZMQ_EVENTS]);
     const core = index.counters() as Record<string, number>;
     for (const [k, status] of Object.entries(EVENT_STATUS)) this.#sync(this.kvApplied, { status }, core[k] ?? 0);
     for (const [k, t] of Object.entries(EVENT_TYPES)) this.#sync(this.kvEvents, { event_type: t }, ingest[k as keyof typeof EVENT_TYPES]);

@@ -62,8 +62,18 @@ export interface ZmqAttachment extends Omit<KvEventStreamOptions, "dpRank" | "re
   topic?: string;
 }
 
+/** Connection counters of a ZeroMQ transport, summed over its sockets. */
+export interface ZmqConnectionCounters {
+  connects: number;
+  disconnects: number;
+  socketErrors: number;
+  protocolErrors: number;
+}
+
 /** A ZeroMQ subscriber over the shared hub (src/runtime/zmq-subscriber.ts satisfies it). */
 export interface KvEventTransport {
+  /** Its sockets' connection counters, for /metrics. */
+  readonly transport?: Readonly<ZmqConnectionCounters>;
   attach(a: ZmqAttachment): Promise<unknown>;
   detach(worker: string, opts?: { keepEntries?: boolean }): Promise<void>;
   close(): Promise<void>;
@@ -96,6 +106,7 @@ export class KvIngest {
   /** Last POST applied per stream and bridge session. */
   readonly #posts = new Map<string, { session: string; post: number }>();
   #transport: Promise<KvEventTransport> | undefined;
+  #started: KvEventTransport | undefined;
   readonly #zmqWorkers = new Set<string>();
 
   constructor(index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics, private readonly log: (m: string) => void,
@@ -162,6 +173,7 @@ export class KvIngest {
         `run \`kvgate bridge --zmq ${w.zmq.endpoint} --to <this gateway>/admin/kv-events --worker ${w.id}\` next to the engine and drop zmq_endpoint`);
     }
     const transport = await (this.#transport ??= this.opts.transport(this.hub, this.log));
+    this.#started = transport;
     const ranks = Array.from({ length: w.dpSize }, (_, i) => w.dpStart + i);
     await transport.attach({
       endpoint: w.zmq.endpoint, replayEndpoint: w.zmq.replayEndpoint, topic: w.zmq.topic, dpRanks: ranks,
@@ -178,6 +190,11 @@ export class KvIngest {
       return;
     }
     this.hub.close(worker, { keepEntries: true });
+  }
+
+  /** The ZeroMQ transport's connection counters; undefined until a worker with a zmq_endpoint is attached. */
+  zmqCounters(): Readonly<ZmqConnectionCounters> | undefined {
+    return this.#started?.transport;
   }
 
   /** Closes every ZeroMQ socket (shutdown). */

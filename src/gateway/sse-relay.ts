@@ -176,7 +176,7 @@ export class SseRelay {
   }
 
   #recordUsage(): void {
-    if (this.#attemptUsage !== undefined) this.gw.metrics.usage(this.#attemptUsage);
+    if (this.#attemptUsage !== undefined && !this.#cur.kvTransferred) this.gw.metrics.usage(this.#attemptUsage);
     this.#attemptUsage = undefined;
   }
 

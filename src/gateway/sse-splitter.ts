@@ -34,13 +34,24 @@ export class SseSplitter {
     const events: SseEvent[] = [];
     let start = 0;
     // An event ends at an empty line: "\n\n", "\r\n\r\n" or "\r\r" (the three line endings SSE allows).
-    for (let i = 0; i < buf.length; i++) {
-      const end = eventEnd(buf, i);
-      if (end < 0) continue;
-      const raw = buf.subarray(start, end);
-      events.push({ raw, data: this.#data(raw) });
-      start = end;
-      i = end - 1;
+    // Engines end lines with LF only: then native indexOf hops from LF to LF instead of a loop over every byte.
+    if (buf.indexOf(CR) < 0) {
+      for (let i = buf.indexOf(LF); i >= 0 && i + 1 < buf.length; i = buf.indexOf(LF, i + 1)) {
+        if (buf[i + 1] !== LF) continue;
+        const raw = buf.subarray(start, i + 2);
+        events.push({ raw, data: this.#data(raw) });
+        start = i + 2;
+        i++;
+      }
+    } else {
+      for (let i = 0; i < buf.length; i++) {
+        const end = eventEnd(buf, i);
+        if (end < 0) continue;
+        const raw = buf.subarray(start, end);
+        events.push({ raw, data: this.#data(raw) });
+        start = end;
+        i = end - 1;
+      }
     }
     this.#pending = buf.slice(start);
     if (this.#pending.length > this.#maxEventBytes) throw new RangeError(`SSE event larger than ${this.#maxEventBytes} bytes`);

@@ -23,6 +23,7 @@ export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL 
   --worker ID             worker id in the router (default: the engine host with port 8000, the id
                           kvgate gives --worker url=http://HOST:8000)
   --dp-rank N             data-parallel rank: connects to port + N, as vLLM publishes (default 0)
+  --dp-size N             forward N ranks from --dp-rank on (ports + rank each, one sender per rank) (default 1)
   --topic PREFIX          subscribe to this topic prefix only (default: every message)
   --bind                  bind the endpoint instead of connecting (engine configured to connect)
   --hwm N                 messages ZeroMQ holds while the router is slow (default 10000)
@@ -36,7 +37,7 @@ export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL 
 `;
 
 const SPEC = {
-  zmq: "value", replay: "value", to: "value", token: "value", worker: "value", "dp-rank": "value", topic: "value", bind: "bool",
+  zmq: "value", replay: "value", to: "value", token: "value", worker: "value", "dp-rank": "value", "dp-size": "value", topic: "value", bind: "bool",
   hwm: "value", "batch-frames": "value", "batch-bytes": "value", "flush-ms": "value", "queue-frames": "value", "queue-bytes": "value",
   "retry-max-ms": "value", "stats-ms": "value", help: "bool",
 } as const;
@@ -60,15 +61,15 @@ function ingestUrl(to: string): string {
   return u.pathname === "/" || u.pathname === "" ? `${u.origin}/admin/kv-events` : u.toString();
 }
 
-function statsLine(s: BridgeStats): string {
-  return `kvgate bridge: received ${s.received}, sent ${s.sentFrames} in ${s.posts} POSTs, queued ${s.queuedFrames}, gaps ${s.gaps}, ` +
+function statsLine(s: BridgeStats, label = ""): string {
+  return `kvgate bridge: ${label}received ${s.received}, sent ${s.sentFrames} in ${s.posts} POSTs, queued ${s.queuedFrames}, gaps ${s.gaps}, ` +
     `replayed ${s.replayed}, lost ${s.lost}, restarts ${s.restarts}, failures ${s.failures}, rejected ${s.rejectedFrames}, ` +
     `malformed ${s.malformed}, backpressure waits ${s.backpressureWaits}, router last seq ${s.routerLastSeq}\n`;
 }
 
-/** Builds the bridge from argv and the environment; "help" when asked for. */
+/** Builds one bridge per data-parallel rank from argv and the environment; "help" when asked for. */
 export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>, log: (line: string) => void,
-  sockets?: ZmqSockets): KvBridge | "help" {
+  sockets?: ZmqSockets): KvBridge[] | "help" {
   const { flags, positional } = parseFlags(args, SPEC);
   if (flags.help || positional.includes("help")) return "help";
   if (positional.length > 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unexpected argument ${JSON.stringify(positional[0])}`);
@@ -81,15 +82,18 @@ export function bridgeFromArgs(args: readonly string[], env: Readonly<Record<str
   const host = /^tcp:\/\/(.+):\d+$/.exec(zmq)?.[1];
   const worker = (flags.worker as string | undefined) ?? (host && host !== "*" ? `${host}:8000` : undefined);
   if (!worker) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--worker is required when the endpoint has no host");
-  return new KvBridge({
+  const first = intFlag(flags, "dp-rank", 0) ?? 0;
+  const size = intFlag(flags, "dp-size", 1) ?? 1;
+  if (size > 1 && flags.bind === true) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--bind serves one rank: start one bridge per rank");
+  return Array.from({ length: size }, (_, i) => new KvBridge({
     zmq, replay: flags.replay as string | undefined, topic: flags.topic as string | undefined, bind: flags.bind === true,
-    receiveHighWaterMark: intFlag(flags, "hwm", 1), log, sockets,
+    receiveHighWaterMark: intFlag(flags, "hwm", 1), log: size > 1 ? (line) => log(`rank ${first + i}: ${line}`) : log, sockets,
     sender: {
-      url: ingestUrl(to), token, worker, dpRank: intFlag(flags, "dp-rank", 0), maxBatchFrames: intFlag(flags, "batch-frames", 1),
+      url: ingestUrl(to), token, worker, dpRank: first + i, maxBatchFrames: intFlag(flags, "batch-frames", 1),
       maxBatchBytes: intFlag(flags, "batch-bytes", 1024), flushMs: intFlag(flags, "flush-ms", 0), maxQueueFrames: intFlag(flags, "queue-frames", 1),
       maxQueueBytes: intFlag(flags, "queue-bytes", 1024), retryMaxMs: intFlag(flags, "retry-max-ms", 1),
     },
-  });
+  }));
 }
 
 /** Entry for the CLI dispatcher: runs until SIGINT or SIGTERM. */
@@ -97,8 +101,8 @@ export async function runBridgeCommandOnNode(args: readonly string[]): Promise<n
   const log = (line: string): void => void process.stderr.write(`kvgate bridge: ${line}\n`);
   // The native zeromq module aborts Bun and needs --allow-ffi on Deno: kvgate's own ZMTP client there.
   const portable = "Bun" in globalThis || "Deno" in globalThis;
-  const bridge = bridgeFromArgs(args, process.env, log, portable ? zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) : undefined);
-  if (bridge === "help") {
+  const bridges = bridgeFromArgs(args, process.env, log, portable ? zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) : undefined);
+  if (bridges === "help") {
     process.stdout.write(BRIDGE_HELP);
     return 0;
   }
@@ -107,17 +111,24 @@ export async function runBridgeCommandOnNode(args: readonly string[]): Promise<n
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-  await Promise.race([bridge.start(), stopped]);
-  const o = bridge.options;
-  process.stdout.write(`kvgate bridge: ${o.zmq}${o.replay ? ` (replay ${o.replay})` : ""} -> ${o.sender.url} as worker ${o.sender.worker}, resuming after router seq ${bridge.stats.routerLastSeq}\n`);
-  let shown = "";
+  await Promise.race([Promise.all(bridges.map((b) => b.start())), stopped]);
+  const label = (b: KvBridge): string => (bridges.length > 1 ? `rank ${b.options.sender.dpRank}: ` : "");
+  for (const b of bridges) {
+    const o = b.options;
+    process.stdout.write(`kvgate bridge: ${label(b)}${b.endpoint}${b.replayEndpoint ? ` (replay ${b.replayEndpoint})` : ""} -> ${o.sender.url} as worker ${o.sender.worker}, resuming after router seq ${b.stats.routerLastSeq}\n`);
+  }
+  const shown = new Map<KvBridge, string>();
   const timer = statsMs > 0 ? setInterval(() => {
-    const line = statsLine(bridge.stats);
-    if (line !== shown) process.stdout.write((shown = line));
+    for (const b of bridges) {
+      const line = statsLine(b.stats, label(b));
+      if (line === shown.get(b)) continue;
+      process.stdout.write(line);
+      shown.set(b, line);
+    }
   }, statsMs) : undefined;
   await stopped;
   if (timer) clearInterval(timer);
-  await bridge.stop();
-  process.stdout.write(statsLine(bridge.stats));
+  await Promise.all(bridges.map((b) => b.stop()));
+  for (const b of bridges) process.stdout.write(statsLine(b.stats, label(b)));
   return 0;
 }

@@ -74,6 +74,16 @@ export class KvBridge {
     return { ...this.sender.stats, ...this.#stats };
   }
 
+  /** The KV-event endpoint of this bridge's rank (the configured one offset by the rank). */
+  get endpoint(): string {
+    return this.#endpoint;
+  }
+
+  /** The replay endpoint of this bridge's rank, when there is one. */
+  get replayEndpoint(): string | undefined {
+    return this.options.replay ? endpointForRank(this.options.replay, this.options.sender.dpRank ?? 0) : undefined;
+  }
+
   /** Learns the router's position, subscribes and starts forwarding; resolves once the socket is connected or bound. */
   async start(): Promise<void> {
     this.#routerLast = await this.sender.hello();

@@ -7,6 +7,7 @@ import { bootFailure, bootGateway, listeningLine } from "../gateway/boot.ts";
 import type { KvEventHub } from "../events/index.ts";
 import type { KvEventTransport } from "../gateway/kv-ingest.ts";
 import { createNodeHttpFetch } from "./node-http-fetch.ts";
+import { headerCoalescingResponse } from "./node-server-response.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
 /** The ZeroMQ subscriber for workers with a zmq_endpoint; the native module loads only when one is configured. */
@@ -27,7 +28,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   if (config.workers.length === 0 && config.simWorkers > 0) {
     sims = await startDefaultFleet(gateway, config.simWorkers, config.simGpuBlocks, config.blockSize);
   }
-  const server = serve({ fetch: gateway.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
+  const server = serve({ fetch: gateway.fetch, hostname: config.host, port: config.port, serverOptions: { ServerResponse: headerCoalescingResponse() } }, (info: AddressInfo) => {
     process.stdout.write(listeningLine(config.host, info.port));
     if (sims) process.stdout.write(tryItLine(listeningLine(config.host, info.port).trim().split(" ").pop()!));
   });

@@ -75,6 +75,7 @@ export class KvStaging {
     this.#drop(key);
     this.#make(key, { state: "staged", kv, timer: this.engine.clock.setTimer(this.timeoutMs, () => this.#expire(key)) });
     this.stats.staged++;
+    this.engine.metrics.kvTransfer("staged");
     return kv;
   }
 
@@ -85,6 +86,7 @@ export class KvStaging {
     this.#drop(key);
     this.#make(key, { state: "failed", reason, timer: this.engine.clock.setTimer(this.timeoutMs, () => this.#drop(key)) });
     this.stats.failed++;
+    this.engine.metrics.kvTransfer("failed");
   }
 
   /** The KV kept under `key`, without taking it. */
@@ -101,6 +103,7 @@ export class KvStaging {
     this.#drop(key, false);
     this.engine.unpin(e.kv.blockIds);
     this.stats.taken++;
+    this.engine.metrics.kvTransfer("taken");
     return { kind: "taken", kv: e.kv };
   }
 
@@ -144,7 +147,10 @@ export class KvStaging {
     for (const [k, old] of this.#entries) {
       if (this.#entries.size <= this.maxEntries) break;
       if (old.state !== "running" && k !== key) {
-        if (old.state === "staged") this.stats.expired++;
+        if (old.state === "staged") {
+          this.stats.expired++;
+          this.engine.metrics.kvTransfer("expired");
+        }
         this.#drop(k);
       }
     }
@@ -154,6 +160,7 @@ export class KvStaging {
   #expire(key: string): void {
     if (this.#entries.get(key)?.state !== "staged") return;
     this.stats.expired++;
+    this.engine.metrics.kvTransfer("expired");
     this.#drop(key);
   }
 

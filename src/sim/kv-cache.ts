@@ -14,6 +14,7 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import type { BlockHashes } from "./block-hasher.ts";
+import { BlockLru } from "./block-lru.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, blockStored, type KvCacheEvent } from "./kv-events.ts";
 
 export interface CommitBlock {
@@ -36,14 +37,15 @@ export class KvCache {
   readonly #hash: (bigint | undefined)[];
   /** Free blocks without a hash; a stack. */
   readonly #empty: number[] = [];
-  /** Free blocks with a hash, least recently freed first (Map keeps insertion order). */
-  readonly #lru = new Map<number, true>();
+  /** Free blocks with a hash, least recently freed first. */
+  readonly #lru: BlockLru;
   readonly #byHash = new Map<bigint, number>();
   #events: KvCacheEvent[] = [];
   readonly stats: KvCacheStats = { stored: 0, evicted: 0, collapsed: 0 };
 
   constructor(readonly numBlocks: number, readonly blockSize: number, readonly prefixCaching = true) {
     this.#ref = new Int32Array(numBlocks);
+    this.#lru = new BlockLru(numBlocks);
     this.#hash = new Array(numBlocks).fill(undefined);
     for (let i = numBlocks - 1; i >= 0; i--) this.#empty.push(i);
   }
@@ -119,8 +121,7 @@ export class KvCache {
   }
 
   #evictOldest(): number {
-    const id = this.#lru.keys().next().value as number;
-    this.#lru.delete(id);
+    const id = this.#lru.shift()!;
     const hash = this.#hash[id]!;
     this.#byHash.delete(hash);
     this.#hash[id] = undefined;
@@ -180,7 +181,7 @@ export class KvCache {
       const id = ids[i]!;
       if (this.#ref[id]! <= 0) throw new KvgateError("KVGATE_ERR_STATE", `block ${id} released while free`);
       if (--this.#ref[id]! > 0) continue;
-      if (this.#hash[id] !== undefined) this.#lru.set(id, true);
+      if (this.#hash[id] !== undefined) this.#lru.append(id);
       else this.#empty.push(id);
     }
   }
@@ -188,11 +189,10 @@ export class KvCache {
   /** vLLM's reset_prefix_cache: forgets every cached block and emits AllBlocksCleared; refused while any is in use. */
   reset(): boolean {
     if (this.usedBlocks > 0) return false;
-    for (const id of this.#lru.keys()) {
+    for (let id = this.#lru.shift(); id !== undefined; id = this.#lru.shift()) {
       this.#hash[id] = undefined;
       this.#empty.push(id);
     }
-    this.#lru.clear();
     this.#byHash.clear();
     this.#events.push(ALL_BLOCKS_CLEARED);
     return true;

@@ -22,14 +22,42 @@ export function unixSeconds(clock: SimClock, t = clock.now()): number {
   return (clock.epochMs + t) / 1000;
 }
 
-/** Wall time from `performance` (sub-millisecond, monotonic); timers from setTimeout. */
+/**
+ * Runs `fn` after the current I/O has been handled. setImmediate where the runtime has it (Node, Bun): a
+ * setTimeout(0) there waits a whole millisecond; elsewhere a 0 ms timeout is the closest Web standard.
+ */
+const macrotask: (fn: () => void) => void = typeof (globalThis as { setImmediate?: unknown }).setImmediate === "function"
+  ? (fn) => (globalThis as unknown as { setImmediate(f: () => void): unknown }).setImmediate(fn)
+  : (fn) => void setTimeout(fn, 0);
+
+/**
+ * Wall time from `performance` (sub-millisecond, monotonic). Delays of a millisecond or more use setTimeout, which is
+ * exact enough at that scale. Shorter ones (the steps of a sped-up engine) would otherwise all last a whole timer
+ * tick — the engine's latency would come in 1 ms steps, and anything in front of it (a router, a proxy) would be
+ * charged the tick it happened to miss — so they wait in macrotasks, checking the clock between I/O turns: the
+ * wait costs CPU for at most that fraction of a millisecond, as a GPU engine's host thread spins on its step.
+ */
 export function realClock(): SimClock {
+  const now = (): number => globalThis.performance.now();
   return {
     epochMs: globalThis.performance.timeOrigin,
-    now: () => globalThis.performance.now(),
+    now,
     setTimer(delayMs, fn) {
-      const h = setTimeout(fn, Math.max(0, delayMs));
-      return () => clearTimeout(h);
+      if (delayMs >= 1) {
+        const h = setTimeout(fn, delayMs);
+        return () => clearTimeout(h);
+      }
+      const due = now() + Math.max(0, delayMs);
+      let cancelled = false;
+      const poll = (): void => {
+        if (cancelled) return;
+        if (now() >= due) fn();
+        else macrotask(poll);
+      };
+      macrotask(poll);
+      return () => {
+        cancelled = true;
+      };
     },
   };
 }

@@ -34,6 +34,7 @@ export class SimMetrics {
   readonly #itl: Histogram;
   readonly #e2e: Histogram;
   readonly #iteration: Histogram;
+  readonly #transfers: Counter;
 
   constructor(model: string, dpRank: number) {
     this.labels = { model_name: model, engine: String(dpRank) };
@@ -51,6 +52,9 @@ export class SimMetrics {
     this.#itl = r.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS);
     this.#e2e = r.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", E2E_BUCKETS);
     this.#iteration = r.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS);
+    // Not a vLLM family: what disaggregated serving did with the KV this engine kept for another one.
+    this.#transfers = r.counter("kvgate_sim_kv_transfers_total", "Prefill KV kept for a decode engine (staged), read by it (taken), dropped unread after the transfer timeout (expired), or never kept because the prefill failed (failed)");
+    for (const state of ["staged", "taken", "expired", "failed"]) this.#transfers.inc({ ...this.labels, state }, 0);
     // Series exist from the start at 0, as vLLM pre-creates its labelled counters.
     for (const c of [this.#queries, this.#hits, this.#preemptions, this.#promptTokens, this.#generationTokens]) c.inc(this.labels, 0);
     for (const reason of ["stop", "length", "abort"]) this.#success.inc({ ...this.labels, finished_reason: reason }, 0);
@@ -59,6 +63,11 @@ export class SimMetrics {
   admitted(queriedTokens: number, hitTokens: number): void {
     this.#queries.inc(this.labels, queriedTokens);
     this.#hits.inc(this.labels, hitTokens);
+  }
+
+  /** Disaggregated serving: one prefill's KV was staged, taken by its decode, expired unread, or failed. */
+  kvTransfer(state: "staged" | "taken" | "expired" | "failed"): void {
+    this.#transfers.inc({ ...this.labels, state });
   }
 
   preempted(): void {

@@ -99,3 +99,39 @@ describe("kvgate bridge: ZeroMQ engine → bridge process → gateway ingest →
     expect(metrics).toMatch(/kvgate_kv_event_batches_total\{result="gap"\} 1/);
   }, 60_000);
 });
+
+describe("kvgate bridge --dp-size: one process forwards every data-parallel rank", () => {
+  let gw: TestGateway;
+  let sim: SimServer;
+  let ranks: [TestEngine, TestEngine] | undefined;
+  let proc: Proc | undefined;
+
+  beforeAll(async () => {
+    sim = await startSimServer({ model: QWEN, workerId: "dp", speedupRatio: 50, numGpuBlocks: 1024 });
+    gw = await startTestGateway(["--tokenizer", `${QWEN}=${DIR}`, "--worker", `url=${sim.url},id=dp,models=${QWEN},dp_size=2,kv_events=http`],
+      { readFile: (p) => readFile(p, "utf8") });
+  }, 60_000);
+
+  afterAll(async () => {
+    await proc?.stop();
+    await Promise.allSettled((ranks ?? []).map((e) => e.close()));
+    await gw?.close();
+    await sim?.close();
+  });
+
+  it("should subscribe to port + rank for each rank and post each rank's batches as that rank", async () => {
+    ranks = await TestEngine.startRanks();
+    proc = start(process.execPath, [BIN, "bridge", "--zmq", ranks[0].endpoint, "--dp-size", "2", "--to", gw.url, "--token", TOKEN, "--worker", "dp", "--stats-ms", "0", "--flush-ms", "5"]);
+    await waitForOutput(proc, /rank 1: .*resuming after router seq -1/);
+    await Promise.all(ranks.map((e) => e.subscribed()));
+    // A rank's engine names its rank in the batch too (data_parallel_rank), as vLLM does.
+    await ranks[1].publish(0, vllmBatch([captureStored(capture)], "array", 1));
+    await until(() => gw.gateway.state.ingest.hub.get("dp", 1)?.lastSeq === 0, "rank 1 seq 0 at the router");
+    expect(gw.gateway.state.ingest.hub.get("dp", 0)?.lastSeq ?? -1).toBe(-1);
+    const res = await post(`${gw.url}/v1/completions`, { model: QWEN, prompt: PROMPT, max_tokens: 2 });
+    await res.arrayBuffer();
+    expect([res.headers.get("x-kvgate-dp-rank"), res.headers.get("x-kvgate-overlap-blocks")]).toEqual(["1", "25/25"]);
+    await ranks[0].publish(0, vllmBatch([captureStored(capture)], "map", 0));
+    await until(() => gw.gateway.state.ingest.hub.get("dp", 0)?.lastSeq === 0, "rank 0 seq 0 at the router");
+  }, 60_000);
+});

@@ -61,6 +61,11 @@ describe("SGLang flow through kvgate", () => {
 
     const m = await f.metrics();
     expect(series(m, "kvgate_disagg_prefill_total", { flow: "sglang", prefill: "remote", reason: "unconditional" })).toBe(3);
+    // The prefill legs' usage is the actual hit: A and B cold, A again cached (the decodes count transferred KV cached).
+    expect(series(m, "kvgate_predicted_hit_rate_count")).toBe(3);
+    expect(series(m, "kvgate_actual_hit_rate_count")).toBe(3);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeGreaterThan(0.5);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeLessThan(1.5);
     expect(noBookings(f)).toBe(true);
     for (const s of f.prefill) expect(s.engine.cache.usedBlocks).toBe(0);
   });
@@ -92,7 +97,9 @@ describe("SGLang flow through kvgate", () => {
   it("should retry the pair when the decode worker is unreachable, stopping the prefill it started", async () => {
     const dead = await startSimServer({ model: MODEL });
     await dead.close();
-    fleet = await pdFleet(["--disaggregation", "sglang", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url] });
+    // A prefill that finished before kvgate stopped it keeps its room's KV for the decode that never comes, as an
+    // engine does until its transfer timeout; a short one lets the engine settle whichever side won the race.
+    fleet = await pdFleet(["--disaggregation", "sglang", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url], prefillOpts: { kvTransferTimeoutMs: 300 } });
     for (let i = 0; i < 3; i++) {
       const r = await stream(fleet, text(`D${i}`));
       expect(r.headers.get("x-kvgate-worker")).toBe("d0");

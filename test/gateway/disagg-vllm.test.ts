@@ -74,6 +74,12 @@ describe("vLLM flow through kvgate", () => {
     const m = await f.metrics();
     expect(series(m, "kvgate_disagg_prefill_total", { flow: "vllm", prefill: "remote", reason: "unconditional" })).toBe(5);
     expect(series(m, "kvgate_disagg_leg_seconds_count", { leg: "prefill" })).toBe(5);
+    // One predicted and one actual hit per request, both the prefill leg's: A and B came cold, the three repeats hit.
+    // (The decode workers report the transferred KV as cached: counted, every request would look like a hit.)
+    expect(series(m, "kvgate_predicted_hit_rate_count")).toBe(5);
+    expect(series(m, "kvgate_actual_hit_rate_count")).toBe(5);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeGreaterThan(2);
+    expect(series(m, "kvgate_actual_hit_rate_sum")).toBeLessThan(3.5);
     expect(noBookings(f)).toBe(true);
     // Every prefill engine released the blocks it kept once the decode read them.
     for (const s of f.prefill) expect(s.engine.cache.usedBlocks).toBe(0);

@@ -4,7 +4,7 @@
  * header hygiene both ways and the body kvgate forwards.
  */
 import { describe, expect, it } from "vitest";
-import { fakeGateway, type SeenRequest } from "./fake-workers.ts";
+import { chatChunk, data, fakeGateway, type SeenRequest } from "./fake-workers.ts";
 
 const body = (extra: Record<string, unknown> = {}) => ({ model: "m", messages: [{ role: "user", content: "hello" }], max_tokens: 3, ...extra });
 const ok = () => Response.json({ object: "chat.completion", choices: [{ message: { role: "assistant", content: "ok" } }], usage: { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 5 } } });
@@ -93,6 +93,33 @@ describe("what kvgate sends and answers", () => {
     for (const h of ["connection", "keep-alive", "x-hop"]) expect(res.headers.has(h)).toBe(false);
     expect(res.headers.get("x-engine")).toBe("vllm");
     expect(res.headers.get("x-kvgate-worker")).toBe("w1");
+  });
+
+  it("should forward the client's body text unchanged, and splice the usage request into a stream's", async () => {
+    const { fleet, call } = await fakeGateway(1);
+    fleet.scripts.set("w1", ok);
+    // A seed beyond 2^53 would not survive JSON.parse + JSON.stringify; the text itself is what the worker gets.
+    const plain = ` {"model":"m", "seed": 12345678901234567890, "messages":[{"role":"user","content":"hi"}]}`;
+    await call("/v1/chat/completions", plain);
+    expect(fleet.calls()[0]!.text).toBe(plain);
+    fleet.scripts.set("w1", () => new Response(data(chatChunk("c", "x", "stop")) + data("[DONE]"), { headers: { "content-type": "text/event-stream" } }));
+    const streamed = `{"model":"m","stream":true,"seed":12345678901234567890,"messages":[{"role":"user","content":"hi"}]}`;
+    await (await call("/v1/chat/completions", streamed)).text();
+    const sent = fleet.calls()[1]!;
+    expect(sent.text).toBe(`{"stream_options":{"include_usage":true},${streamed.slice(1)}`);
+    expect(sent.body.stream_options).toEqual({ include_usage: true });
+  });
+
+  it("should re-serialize the body when kvgate must change a field the client sent", async () => {
+    const { fleet, call } = await fakeGateway(1);
+    fleet.scripts.set("w1", () => new Response(data("[DONE]"), { headers: { "content-type": "text/event-stream" } }));
+    const withOptions = { model: "m", stream: true, stream_options: { continuous_usage_stats: false }, messages: [{ role: "user", content: "hi" }] };
+    await (await call("/v1/chat/completions", withOptions)).text();
+    expect(fleet.calls()[0]!.body.stream_options).toEqual({ continuous_usage_stats: false, include_usage: true });
+    expect(fleet.calls()[0]!.text.match(/stream_options/g)).toHaveLength(1);
+    await (await call("/v1/chat/completions", { ...withOptions, stream_options: { include_usage: true }, kvgate: { priority: 1 } })).text();
+    expect(fleet.calls()[1]!.body).not.toHaveProperty("kvgate");
+    expect(fleet.calls()[1]!.body.stream_options).toEqual({ include_usage: true });
   });
 
   it("should keep the client's x-request-id", async () => {

@@ -10,6 +10,8 @@ export interface SeenRequest {
   worker: string;
   path: string;
   body: Record<string, unknown>;
+  /** The body exactly as sent. */
+  text: string;
   headers: Headers;
   signal: AbortSignal;
 }
@@ -26,7 +28,7 @@ export class FakeFleet {
     const url = new URL(typeof input === "string" || input instanceof URL ? input.toString() : input.url);
     const worker = url.hostname.replace(/\.test$/, "");
     const seen: SeenRequest = {
-      worker, path: url.pathname, body: init?.body ? JSON.parse(String(init.body)) : {}, headers: new Headers(init?.headers), signal: init!.signal!,
+      worker, path: url.pathname, body: init?.body ? JSON.parse(String(init.body)) : {}, text: init?.body ? String(init.body) : "", headers: new Headers(init?.headers), signal: init!.signal!,
     };
     this.requests.push(seen);
     const script = this.scripts.get(worker);

@@ -50,6 +50,10 @@ describe("workers with zmq_endpoint on Node", () => {
     await until(() => gw.gateway.state.ingest.hub.get("a", 1)?.lastSeq === 0, "rank 1 seq 0");
     expect(await route()).toMatchObject({ worker: "a", dp_rank: 1, overlap_blocks: 25 });
     expect(gw.gateway.state.ingest.hub.get("a", 0)?.lastSeq).toBe(-1);
+    // Both ranks' sockets connected, and /metrics says so.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(Number(metrics.match(/^kvgate_zmq_connection_events_total\{event="connect"\} (\d+)$/m)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/^kvgate_zmq_connection_events_total\{event="protocol_error"\} 0$/m);
   });
 
   it("should take a worker added through the admin API, and fill its gap from the replay socket", async () => {

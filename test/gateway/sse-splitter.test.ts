@@ -25,6 +25,44 @@ describe("SseSplitter", () => {
     }
   });
 
+  it("should cut random streams where a byte-by-byte reference cuts them, whatever the chunking", () => {
+    /** Every event end in `text`, found one position at a time with the three blank-line forms. */
+    const reference = (text: string): string[] => {
+      const out: string[] = [];
+      let start = 0;
+      for (let i = 0; i < text.length; i++) {
+        const rest = text.slice(i, i + 4);
+        const end = rest.startsWith("\n\n") || rest.startsWith("\r\r") ? i + 2 : rest === "\r\n\r\n" ? i + 4 : -1;
+        if (end < 0) continue;
+        out.push(text.slice(start, end));
+        start = end;
+        i = end - 1;
+      }
+      return out;
+    };
+    const rnd = seededRandom(11);
+    const pieces = ["data: ", '{"x":1}', "\n", "\n\n", "\r\n", "\r", ": ping", "data: [DONE]", "é", "event: e"];
+    for (let trial = 0; trial < 500; trial++) {
+      const lfOnly = trial % 2 === 0;
+      let text = "";
+      for (let k = 0, n = 1 + rnd.int(40); k < n; k++) {
+        const p = pieces[rnd.int(pieces.length)]!;
+        text += lfOnly ? p.replace(/\r/g, "") : p;
+      }
+      const bytes = enc.encode(text);
+      const s = new SseSplitter();
+      const got: string[] = [];
+      for (let at = 0; at < bytes.length;) {
+        const n = 1 + rnd.int(24);
+        for (const e of s.push(bytes.slice(at, at + n))) got.push(dec.decode(e.raw));
+        at += n;
+      }
+      const want = reference(text);
+      expect(got).toEqual(want);
+      expect(s.pendingBytes).toBe(bytes.length - enc.encode(want.join("")).length);
+    }
+  });
+
   it("should hold back a partial event", () => {
     const s = new SseSplitter();
     expect(s.push(enc.encode('data: {"half'))).toEqual([]);

@@ -76,6 +76,11 @@ describe("vLLM flow (kv_transfer_params)", () => {
     const again = await post(`${d.url}/v1/completions`, { prompt_token_ids: prompt, max_tokens: 2, kv_transfer_params: params });
     expect(again.status).toBe(502);
     expect((await again.json()).error.message).toMatch(/holds no KV for request/);
+    // The prefill engine's /metrics counts what happened to the KV it kept.
+    const m = await (await fetch(`${p.url}/metrics`)).text();
+    expect(m).toMatch(/^kvgate_sim_kv_transfers_total\{engine="0",model_name="[^"]*",state="staged"\} 1$/m);
+    expect(m).toMatch(/^kvgate_sim_kv_transfers_total\{engine="0",model_name="[^"]*",state="taken"\} 1$/m);
+    expect(m).toMatch(/^kvgate_sim_kv_transfers_total\{engine="0",model_name="[^"]*",state="expired"\} 0$/m);
   });
 
   it("should refuse transfer fields on an engine of the other role, and a streaming remote-decode prefill", async () => {
