@@ -97,7 +97,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
       const status = attempt.res.status;
       if (attempt.res.ok || !retryableStatus(status)) {
         gw.health.attemptSucceeded(signals.worker);
-        return leg.prefilled ? { attempt, handle, signals, kvTransferred: true } : { attempt, handle, signals };
+        return { attempt, handle, signals, kvTransferred: leg.prefilled };
       }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);

@@ -8,7 +8,7 @@ import type { RouteSignals } from "../routing/index.ts";
 import { servesDisaggregated } from "./disagg-decide.ts";
 import { prepareExchange } from "./exchange.ts";
 import type { GatewayState } from "./gateway-state.ts";
-import { readJsonObject } from "../core/json-body.ts";
+import { readJsonObjectText } from "../core/json-body.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
 export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string, unknown> {
@@ -36,8 +36,8 @@ export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string,
 
 export function routePreviewHandler(gw: GatewayState) {
   return async function routePreview(c: Context): Promise<Response> {
-    const raw = await readJsonObject(c.req.raw);
-    const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw);
+    const { value: raw, text } = await readJsonObjectText(c.req.raw);
+    const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw, text);
     // A disaggregated model is previewed on its decode pool (where the client's stream would come from).
     const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
     const s = await gw.router.query({

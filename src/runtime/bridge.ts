@@ -60,12 +60,15 @@ export class KvBridge {
   #routerLast = -1;
   #loop: Promise<void> | undefined;
   #stopping = false;
+  /** The replay endpoint of this bridge's rank, when there is one. */
+  readonly replayEndpoint: string | undefined;
 
   constructor(readonly options: BridgeOptions) {
     const rank = options.sender.dpRank ?? 0;
     this.#endpoint = endpointForRank(options.zmq, rank);
-    this.#replay = options.replay
-      ? new ZmqReplayClient(endpointForRank(options.replay, rank), { timeoutMs: options.replayTimeoutMs, sockets: options.sockets })
+    this.replayEndpoint = options.replay ? endpointForRank(options.replay, rank) : undefined;
+    this.#replay = this.replayEndpoint
+      ? new ZmqReplayClient(this.replayEndpoint, { timeoutMs: options.replayTimeoutMs, sockets: options.sockets })
       : undefined;
     this.sender = new BridgeSender({ log: options.log, ...options.sender });
   }
@@ -79,10 +82,6 @@ export class KvBridge {
     return this.#endpoint;
   }
 
-  /** The replay endpoint of this bridge's rank, when there is one. */
-  get replayEndpoint(): string | undefined {
-    return this.options.replay ? endpointForRank(this.options.replay, this.options.sender.dpRank ?? 0) : undefined;
-  }
 
   /** Learns the router's position, subscribes and starts forwarding; resolves once the socket is connected or bound. */
   async start(): Promise<void> {

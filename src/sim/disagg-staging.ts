@@ -74,8 +74,7 @@ export class KvStaging {
     const kv = { blockIds, tokens };
     this.#drop(key);
     this.#make(key, { state: "staged", kv, timer: this.engine.clock.setTimer(this.timeoutMs, () => this.#expire(key)) });
-    this.stats.staged++;
-    this.engine.metrics.kvTransfer("staged");
+    this.#count("staged");
     return kv;
   }
 
@@ -85,8 +84,7 @@ export class KvStaging {
     if (e && e.state !== "running") return;
     this.#drop(key);
     this.#make(key, { state: "failed", reason, timer: this.engine.clock.setTimer(this.timeoutMs, () => this.#drop(key)) });
-    this.stats.failed++;
-    this.engine.metrics.kvTransfer("failed");
+    this.#count("failed");
   }
 
   /** The KV kept under `key`, without taking it. */
@@ -102,8 +100,7 @@ export class KvStaging {
     if (e.state === "failed") return { kind: "failed", reason: e.reason };
     this.#drop(key, false);
     this.engine.unpin(e.kv.blockIds);
-    this.stats.taken++;
-    this.engine.metrics.kvTransfer("taken");
+    this.#count("taken");
     return { kind: "taken", kv: e.kv };
   }
 
@@ -147,20 +144,22 @@ export class KvStaging {
     for (const [k, old] of this.#entries) {
       if (this.#entries.size <= this.maxEntries) break;
       if (old.state !== "running" && k !== key) {
-        if (old.state === "staged") {
-          this.stats.expired++;
-          this.engine.metrics.kvTransfer("expired");
-        }
+        if (old.state === "staged") this.#count("expired");
         this.#drop(k);
       }
     }
     if (e.state !== "running") for (const w of [...(this.#waiters.get(key) ?? [])]) w();
   }
 
+  /** One more prefill KV `state`, in the stats and the engine's /metrics. */
+  #count(state: keyof StagingStats): void {
+    this.stats[state]++;
+    this.engine.metrics.kvTransfer(state);
+  }
+
   #expire(key: string): void {
     if (this.#entries.get(key)?.state !== "staged") return;
-    this.stats.expired++;
-    this.engine.metrics.kvTransfer("expired");
+    this.#count("expired");
     this.#drop(key);
   }
 

@@ -189,10 +189,11 @@ export class KvCache {
   /** vLLM's reset_prefix_cache: forgets every cached block and emits AllBlocksCleared; refused while any is in use. */
   reset(): boolean {
     if (this.usedBlocks > 0) return false;
-    for (let id = this.#lru.shift(); id !== undefined; id = this.#lru.shift()) {
+    for (const id of this.#lru.keys()) {
       this.#hash[id] = undefined;
       this.#empty.push(id);
     }
+    this.#lru.clear();
     this.#byHash.clear();
     this.#events.push(ALL_BLOCKS_CLEARED);
     return true;
