@@ -35,6 +35,11 @@ export interface SubSocket extends AsyncIterable<Uint8Array[]> {
   connect(endpoint: string): void;
   bind(endpoint: string): Promise<void>;
   close(): void;
+  /**
+   * Optional (kvgate's ZMTP client): every message goes to `listener` synchronously as it is decoded, instead of to
+   * the iterator; frames may view a reused read buffer, so they are valid during the call only. Resolves once closed.
+   */
+  listen?(listener: (frames: readonly Uint8Array[]) => void): Promise<void>;
 }
 
 export interface DealerSocket {

@@ -153,6 +153,8 @@ export class ZmqKvEventSubscriber {
 
   /** Feeds every message to the stream until the socket is closed; an unexpected receive error restarts the loop. */
   async #receive(sock: SubSocket, stream: KvEventStream): Promise<void> {
+    // The stream takes in a message before it returns (it keeps no frame), so it can read them in place.
+    if (sock.listen) return sock.listen((frames) => stream.onMessage(frames));
     while (!sock.closed) {
       try {
         for await (const frames of sock) stream.onMessage(frames);

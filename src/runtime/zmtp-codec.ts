@@ -170,9 +170,10 @@ export interface DecodedFrame {
 
 /**
  * Bytes in, greeting then frames out, pulled one at a time so the caller can stop (backpressure) with the rest still
- * buffered. Each body is copied into its own exactly-sized array, allocated only after its length passed the limits
- * and grown with the bytes actually received: a view into a read chunk would keep the whole chunk alive for as long
- * as the message is queued.
+ * buffered. A frame that lies whole inside the chunk being decoded comes out as a view of it (no copy, no allocation:
+ * the hot path, since read chunks are far larger than engine batches); the caller must copy what it keeps, and call
+ * `release()` before the chunk's memory is reused (a reused read buffer). A frame split across chunks is copied into
+ * its own array, allocated only after its length passed the limits and grown with the bytes actually received.
  */
 export class ZmtpDecoder {
   readonly #chunks: Uint8Array[] = [];
@@ -216,6 +217,8 @@ export class ZmtpDecoder {
   next(): DecodedFrame | null {
     if (!this.#body) {
       if (this.#buffered < 1) return null;
+      const view = this.#viewFrame();
+      if (view) return view;
       const flags = this.#peek(0);
       if (flags & 0xf8) throw new ZmtpError("bad-frame", `frame flags 0x${flags.toString(16)} set reserved bits`);
       const long = (flags & FLAG_LONG) !== 0;
@@ -253,6 +256,66 @@ export class ZmtpDecoder {
       this.#messageFrames = 0;
     }
     return { command, more, body };
+  }
+
+  /**
+   * The next frame as a view of the first chunk when its header and body both lie inside it (undefined otherwise, or
+   * when the header needs the checks and errors of the general path).
+   */
+  #viewFrame(): DecodedFrame | undefined {
+    const c = this.#chunks[0]!;
+    const o = this.#offset;
+    const flags = c[o]!;
+    if (flags & 0xf8) return undefined;
+    let size: number, header: number;
+    if (flags & FLAG_LONG) {
+      if (c.length - o < 9 || c[o + 1]! | c[o + 2]! | c[o + 3]! | c[o + 4]!) return undefined;
+      size = c[o + 5]! * 0x1000000 + ((c[o + 6]! << 16) | (c[o + 7]! << 8) | c[o + 8]!);
+      header = 9;
+    } else {
+      if (c.length - o < 2) return undefined;
+      size = c[o + 1]!;
+      header = 2;
+    }
+    const end = o + header + size;
+    if (end > c.length) return undefined;
+    this.#check(flags, size);
+    const body = c.subarray(o + header, end);
+    this.#buffered -= header + size;
+    if (end === c.length) {
+      this.#chunks.shift();
+      this.#offset = 0;
+    } else this.#offset = end;
+    const command = (flags & FLAG_COMMAND) !== 0;
+    const more = (flags & FLAG_MORE) !== 0;
+    if (!command && !more) {
+      this.#messageBytes = 0;
+      this.#messageFrames = 0;
+    }
+    return { command, more, body };
+  }
+
+  /**
+   * The chunks pushed so far are about to be reused by their owner: what is still undecoded is copied out (at most the
+   * rest of one read, plus a partial header), so later frames do not read overwritten bytes. Frames already returned as
+   * views are not covered: the caller copied what it keeps.
+   */
+  release(): void {
+    if (this.#buffered === 0) {
+      this.#chunks.length = 0;
+      this.#offset = 0;
+      return;
+    }
+    const rest = new Uint8Array(this.#buffered);
+    let at = 0;
+    for (const [i, c] of this.#chunks.entries()) {
+      const part = i === 0 ? c.subarray(this.#offset) : c;
+      rest.set(part, at);
+      at += part.length;
+    }
+    this.#chunks.length = 0;
+    this.#chunks.push(rest);
+    this.#offset = 0;
   }
 
   #check(flags: number, size: number): void {

@@ -32,7 +32,10 @@ export interface ZmtpConnectionOptions {
 
 export interface ZmtpConnectionHandlers {
   ready(c: ZmtpConnection): void;
-  /** A complete message; returns false to stop reading until resume(). */
+  /**
+   * A complete message; returns false to stop reading until resume(). The frames may view the read chunk: they are
+   * valid during the call only, so a handler that keeps a message copies it.
+   */
   message(c: ZmtpConnection, frames: Uint8Array[]): boolean;
   /** Once, when the connection is gone; `error` unset for a clean close by either side. */
   closed(c: ZmtpConnection, error: Error | undefined): void;
@@ -53,6 +56,8 @@ export class ZmtpConnection {
   #phase: Phase = "greeting";
   #peer: PeerGreeting | undefined;
   #frames: Uint8Array[] = [];
+  /** How many of #frames are copies already (the rest may view the read chunk). */
+  #owned = 0;
   #stopped = false;
   #error: Error | undefined;
   #lastReceived = Date.now();
@@ -65,7 +70,8 @@ export class ZmtpConnection {
     readonly stats: CommandStats = { pingsAnswered: 0, pongsReceived: 0, pingsSent: 0, unknownCommands: 0 }) {
     this.#decoder = new ZmtpDecoder(options.limits);
     socket.setNoDelay(true);
-    socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
+    // A socket opened with `onread` emits no "data": its owner hands each read to read() instead.
+    socket.on("data", (chunk: Uint8Array) => this.read(chunk));
     socket.on("error", (e: Error) => void (this.#error ??= e));
     socket.on("close", () => this.#finish());
     this.#handshakeTimer = setTimeout(() => this.#fail(socket.connecting
@@ -112,11 +118,19 @@ export class ZmtpConnection {
     this.close(e);
   }
 
-  #onData(chunk: Uint8Array): void {
-    if (this.#phase === "closed") return;
+  /**
+   * Bytes read from the socket. `chunk` may be a reused read buffer: when this returns, nothing refers to it any more
+   * (undecoded bytes and the frames of an unfinished message are copied). Returns false while reading is stopped.
+   */
+  read(chunk: Uint8Array): boolean {
+    if (this.#phase === "closed") return false;
     this.#lastReceived = Date.now();
     this.#decoder.push(chunk);
     this.#pump();
+    this.#decoder.release();
+    const f = this.#frames;
+    for (; this.#owned < f.length; this.#owned++) f[this.#owned] = f[this.#owned]!.slice();
+    return !this.#stopped;
   }
 
   /** Decodes what is buffered until it runs out, the owner's queue is full, or the connection fails. */
@@ -154,6 +168,7 @@ export class ZmtpConnection {
     if (more) return;
     const frames = this.#frames;
     this.#frames = [];
+    this.#owned = 0;
     if (!this.handlers.message(this, frames)) {
       this.#stopped = true;
       this.socket.pause();
@@ -242,6 +257,7 @@ export class ZmtpConnection {
     clearTimeout(this.#handshakeTimer);
     clearInterval(this.#heartbeatTimer);
     this.#frames = [];
+    this.#owned = 0;
     this.handlers.closed(this, this.#error);
   }
 }

@@ -61,6 +61,11 @@ export class ReceiveQueue {
     });
   }
 
+  /** The next message if one is queued (no waiting). */
+  takeNow(): Uint8Array[] | undefined {
+    return this.length > 0 ? this.#take() : undefined;
+  }
+
   /** Drops what is queued and rejects every waiter (and later shifts) with `error`. */
   close(error: Error): void {
     this.#closed = error;

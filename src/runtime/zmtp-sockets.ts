@@ -29,6 +29,12 @@ export interface ZmtpOptions extends SocketEvents, Partial<ZmtpLimits> {
   maxWriteBufferBytes?: number;
   /** Peers a bound socket accepts at once; more are closed at accept. Default 64. */
   maxConnections?: number;
+  /**
+   * Connecting sockets read into one reused buffer of this size (node:net `onread`), shared by every socket of the
+   * same size in this thread, and decode frames in place; 0 = a fresh chunk per read. Default 1 MiB: an engine batch
+   * is ~10 KiB, so almost every frame decodes as a view, and each wake-up takes in a whole backlog's worth.
+   */
+  readBufferBytes?: number;
 }
 
 /** Connections, errors and queue state of one socket. */
@@ -45,6 +51,8 @@ export interface ZmtpCounters extends CommandStats {
   pauses: number;
   /** Messages whose topic matched no subscription (a publisher that does not filter). */
   filtered: number;
+  /** Messages whose listener threw (the message is lost to it; reading goes on). */
+  listenerErrors: number;
   lastError: string | undefined;
 }
 
@@ -67,9 +75,23 @@ export function parseTcpEndpoint(endpoint: string, binding: boolean): Target {
 
 const closedError = (): KvgateError => new KvgateError("KVGATE_ERR_STATE", "ZeroMQ socket closed");
 
+/**
+ * One read buffer per size for the whole thread: a read is decoded to the end before the next one starts (and what a
+ * connection keeps is copied), so sockets can take turns in the same memory.
+ */
+const readBuffers = new Map<number, Uint8Array>();
+function sharedReadBuffer(bytes: number): Uint8Array {
+  let b = readBuffers.get(bytes);
+  if (!b) readBuffers.set(bytes, (b = new Uint8Array(bytes)));
+  return b;
+}
+
+/** A message handed to a listener as it is decoded. Its frames may view a reused read buffer: valid during the call. */
+export type MessageListener = (frames: readonly Uint8Array[]) => void;
+
 abstract class ZmtpSocket {
   readonly counters: ZmtpCounters = {
-    connects: 0, disconnects: 0, connectFailures: 0, protocolErrors: 0, pauses: 0, filtered: 0, lastError: undefined,
+    connects: 0, disconnects: 0, connectFailures: 0, protocolErrors: 0, pauses: 0, filtered: 0, listenerErrors: 0, lastError: undefined,
     pingsAnswered: 0, pongsReceived: 0, pingsSent: 0, unknownCommands: 0,
   };
   /** The last bound endpoint with its real port (after bind to port *). */
@@ -78,7 +100,10 @@ abstract class ZmtpSocket {
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   readonly #servers: Server[] = [];
   protected readonly queue: ReceiveQueue;
+  /** Set by a SUB socket's listen(): messages skip the queue. */
+  protected listener: MessageListener | undefined;
   #closed = false;
+  #onClosed: (() => void)[] = [];
 
   constructor(readonly type: ZmtpSocketType, readonly options: ZmtpOptions) {
     this.queue = new ReceiveQueue(options.receiveHighWaterMark ?? 1_000, options.receiveHighWaterBytes ?? 64 * 1024 * 1024,
@@ -107,13 +132,20 @@ abstract class ZmtpSocket {
     let wait = base;
     const dial = (): void => {
       if (this.#closed) return;
-      const sock = tcpConnect({ host: target.host, port: target.port });
+      const bytes = this.options.readBufferBytes ?? 1024 * 1024;
+      let conn: ZmtpConnection | undefined;
+      const sock = bytes > 0
+        ? tcpConnect({ host: target.host, port: target.port, onread: {
+          buffer: sharedReadBuffer(bytes),
+          callback: (n: number, buf: Uint8Array) => (conn ? conn.read(buf.subarray(0, n)) : false),
+        } })
+        : tcpConnect({ host: target.host, port: target.port });
       // Dialling a free loopback port can connect the socket to itself (TCP simultaneous open, when the kernel picks
       // that very port as the source): it would hold the port the publisher is about to bind. Drop it and redial.
       sock.once("connect", () => {
         if (sock.localPort === sock.remotePort && sock.localAddress === sock.remoteAddress) sock.destroy(new Error("TCP connection to itself"));
       });
-      this.#open(sock, (up, error) => {
+      conn = this.#open(sock, (up, error) => {
         if (this.#closed) return;
         // Back to the first interval after a connection that worked; a peer breaking ZMTP keeps backing off.
         if (up && !(error instanceof ZmtpError)) wait = base;
@@ -170,6 +202,12 @@ abstract class ZmtpSocket {
     for (const s of this.#servers) s.close();
     for (const c of [...this.#connections]) c.close();
     this.queue.close(closedError());
+    for (const f of this.#onClosed.splice(0)) f();
+  }
+
+  /** Resolves once the socket is closed. */
+  protected whenClosed(): Promise<void> {
+    return this.#closed ? Promise.resolve() : new Promise((r) => this.#onClosed.push(r));
   }
 
   /** Sent on every new connection once it is ready (SUB: the subscriptions). */
@@ -178,7 +216,7 @@ abstract class ZmtpSocket {
   /** Whether a message from a peer is kept (SUB: topic filter). */
   protected abstract accepts(frames: Uint8Array[]): boolean;
 
-  #open(sock: Socket, onGone: (up: boolean, error: Error | undefined) => void): void {
+  #open(sock: Socket, onGone: (up: boolean, error: Error | undefined) => void): ZmtpConnection {
     const o = this.options;
     const interval = o.heartbeatIntervalMs ?? 0;
     let up = false;
@@ -201,7 +239,18 @@ abstract class ZmtpSocket {
           this.counters.filtered++;
           return true;
         }
-        if (this.queue.push(frames)) return true;
+        const listener = this.listener;
+        if (listener) {
+          try {
+            listener(frames);
+          } catch (e) {
+            this.counters.listenerErrors++;
+            this.counters.lastError = e instanceof Error ? e.message : String(e);
+          }
+          return true;
+        }
+        // Queued past this call: the frames may view the read buffer.
+        if (this.queue.push(frames.map((f) => f.slice()))) return true;
         this.counters.pauses++;
         return false;
       },
@@ -220,6 +269,7 @@ abstract class ZmtpSocket {
       },
     }, this.counters);
     this.#connections.add(conn);
+    return conn;
   }
 
   #resumeAll(): void {
@@ -238,6 +288,18 @@ class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
     const topic = new TextEncoder().encode(prefix);
     this.#topics.push(topic);
     for (const c of this.ready()) this.#sendSubscription(c, topic);
+  }
+
+  /**
+   * Hands every message to `listener` as it is decoded, synchronously, instead of queueing it for the iterator (no
+   * copy, no promise per message; reading is paced by the listener itself). Messages already queued go first. Resolves
+   * once the socket is closed.
+   */
+  listen(listener: MessageListener): Promise<void> {
+    if (this.listener) throw new KvgateError("KVGATE_ERR_STATE", "this ZeroMQ socket already has a listener");
+    for (let m = this.queue.takeNow(); m; m = this.queue.takeNow()) listener(m);
+    this.listener = listener;
+    return this.whenClosed();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array[]> {

@@ -99,15 +99,57 @@ describe("ZMTP decoding", () => {
     }
   });
 
-  it("should copy each body out, not keep a view of the read chunk", () => {
+  it("should view a frame whole inside the chunk, and copy one split across chunks", () => {
     const d = new ZmtpDecoder(LIMITS);
-    const chunk = encodeFrames([new Uint8Array([1, 2, 3])]);
     d.push(encodeGreeting());
     d.greeting();
+    const chunk = encodeFrames([new Uint8Array([1, 2, 3])]);
     d.push(chunk);
     const [f] = drain(d);
-    expect(f!.body.buffer).not.toBe(chunk.buffer);
-    expect(f!.body.buffer.byteLength).toBe(3);
+    expect(f!.body.buffer).toBe(chunk.buffer);
+    expect([...f!.body]).toEqual([1, 2, 3]);
+    const split = encodeFrames([new Uint8Array([4, 5, 6])]);
+    d.push(split.subarray(0, 3));
+    expect(d.next()).toBeNull();
+    d.push(split.subarray(3));
+    const [g] = drain(d);
+    expect(g!.body.buffer).not.toBe(split.buffer);
+    expect([...g!.body]).toEqual([4, 5, 6]);
+  });
+
+  it("should decode every frame exactly when each read lands in one reused buffer that is released and overwritten (seeded)", () => {
+    const r = rng(99);
+    const bodies = Array.from({ length: 300 }, (_, i) => {
+      const size = [0, 1, 200, 255, 256, 1000, 5000, 20_000][i % 8]!;
+      return Uint8Array.from({ length: size }, (_, k) => (i * 7 + k) & 0xff);
+    });
+    const wire = Buffer.concat([encodeGreeting(), ...bodies.map((b, i) => encodeFrames(i % 3 === 0 ? [b] : [new Uint8Array([i & 0xff]), b]))]);
+    const expected: Uint8Array[] = bodies.flatMap((b, i) => (i % 3 === 0 ? [b] : [new Uint8Array([i & 0xff]), b]));
+    for (const readSize of [7, 300, 4096, 65_536]) {
+      const buffer = new Uint8Array(readSize);
+      const d = new ZmtpDecoder(LIMITS);
+      const got: Uint8Array[] = [];
+      let greeted = false, views = 0;
+      for (let o = 0; o < wire.length;) {
+        const n = Math.min(wire.length - o, 1 + Math.floor(r() * readSize));
+        buffer.set(wire.subarray(o, o + n));
+        o += n;
+        d.push(buffer.subarray(0, n));
+        if (!greeted) greeted = d.greeting() !== null;
+        if (greeted) {
+          for (const f of drain(d)) {
+            if (f.body.buffer === buffer.buffer) views++;
+            got.push(f.body.slice());
+          }
+        }
+        d.release();
+        buffer.fill(0xee);
+      }
+      expect(got.length).toBe(expected.length);
+      got.forEach((b, i) => expect(Buffer.from(b).equals(expected[i]!), `frame ${i}, reads of ≤ ${readSize} bytes`).toBe(true));
+      expect(d.buffered).toBe(0);
+      if (readSize >= 4096) expect(views).toBeGreaterThan(expected.length / 4);
+    }
   });
 
   it("should refuse an oversized frame from its header alone, before any of its body arrived", () => {

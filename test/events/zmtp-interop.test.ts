@@ -88,9 +88,13 @@ function payload(i: number, size: number): Uint8Array {
 const sizes = (i: number): number => [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!;
 
 describe("ZMTP SUB ← libzmq PUB", () => {
-  it("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames", async () => {
+  it.each([
+    ["the default shared 1 MiB read buffer", undefined],
+    ["a 4 KiB read buffer (most frames split across reads)", 4096],
+    ["a fresh chunk per read", 0],
+  ])("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames, with %s", async (_, readBufferBytes) => {
     const p = await pub();
-    const s = sub();
+    const s = sub({ readBufferBytes });
     s.subscribe("kv@pod-a");
     s.connect(p.lastEndpoint!);
     const r = new Reader(s);
@@ -113,6 +117,47 @@ describe("ZMTP SUB ← libzmq PUB", () => {
     });
     // libzmq filtered at the publisher (it applied the 0x01 subscription); nothing reached the local filter.
     expect(s.counters).toMatchObject({ connects: 1, protocolErrors: 0, filtered: 0 });
+  });
+
+  it.each([
+    ["the default shared 1 MiB read buffer", undefined],
+    ["a 4 KiB read buffer", 4096],
+  ])("should hand every message to a listener as it is decoded, exactly and in order, with %s", async (_, readBufferBytes) => {
+    const p = await pub();
+    const s = sub({ readBufferBytes });
+    s.subscribe("kv@pod-a");
+    s.connect(p.lastEndpoint!);
+    const got: Uint8Array[][] = [];
+    let threw = 0, warmed = false;
+    const WARM = 2 ** 32;
+    const listening = s.listen((frames) => {
+      const seq = readSeq(frames[1]);
+      if (seq === WARM) return void (warmed = true);
+      // A listener that throws loses that message only; reading goes on.
+      if (seq === 7 && threw++ === 0) throw new Error("listener failed");
+      // Frames are valid during the call only: keep copies.
+      got.push(frames.map((f) => f.slice()));
+    });
+    // A plain PUB cannot tell when the subscription reached it: publish until one arrives.
+    while (!warmed) {
+      await p.send(["kv@pod-a@m", encodeSeq(WARM), new Uint8Array(0)]);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const N = 2_000;
+    for (let i = 0; i < N; i++) {
+      await p.send(["kv@pod-b@m", encodeSeq(i), payload(i, 10)]);
+      await p.send(["kv@pod-a@m", encodeSeq(i), payload(i, sizes(i))]);
+    }
+    await eventually(() => got.length >= N - 1, "every message");
+    expect(got.map((m) => readSeq(m[1]))).toEqual(Array.from({ length: N }, (_, i) => i).filter((i) => i !== 7));
+    for (const m of got) {
+      const i = readSeq(m[1]);
+      expect(Buffer.from(m[2]!).equals(payload(i, sizes(i))), `payload of seq ${i}`).toBe(true);
+    }
+    expect(s.counters).toMatchObject({ listenerErrors: 1, lastError: "listener failed", protocolErrors: 0, pauses: 0 });
+    expect(s.queued.messages).toBe(0);
+    s.close();
+    await listening;
   });
 
   it("should send the subscription libzmq's XPUB reads as 0x01 + prefix", async () => {
