@@ -1,17 +1,20 @@
 /**
- * @module The ZeroMQ paths of the events benchmark. The engine publishes from a worker thread (its CPU is the
- * engine's, not the router's). Three ways to receive the same frames:
- * - "drain": frames are queued in the router's SUB socket first, then received, decoded and applied: the router's
- *   own cost per block op, the figure comparable to the core's raw apply rate;
+ * @module The ZeroMQ paths of the events benchmark, over either ZeroMQ implementation (kvgate's ZMTP client, the
+ * gateway's on every runtime, or the native `zeromq` module). The engine publishes from a worker thread (its CPU is
+ * the engine's, not the router's). Three ways to receive the same frames:
+ * - "drain": the router's thread is blocked while the engine publishes a backlog, then receives, decodes and applies
+ *   it: the router's own rate, the figure comparable to the core's raw apply rate. The backlog waits where each
+ *   implementation leaves it: in libzmq's receive queue, filled by its I/O thread (native), or in TCP buffers and the
+ *   publisher's queue, read on the router's thread (ZMTP: its socket reads are part of the figure);
  * - "stream": the production ZmqKvEventSubscriber while the engine publishes: end-to-end throughput on this
  *   machine, where the engine thread, ZeroMQ's I/O threads and the router share the cores;
- * - "sink": drained frames received and dropped: the transport floor.
+ * - "sink": a drained backlog received and dropped: the transport floor.
  */
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { KvIndex } from "../src/core/kv-index.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
-import { nativeSockets } from "../src/runtime/zmq-native.ts";
+import type { SubSocket, ZmqSockets } from "../src/runtime/zmq-sockets.ts";
 import { ZmqKvEventSubscriber } from "../src/runtime/zmq-subscriber.ts";
 import { now } from "./harness.ts";
 
@@ -21,12 +24,15 @@ interface Publisher {
   worker: Worker;
   endpoint: string;
   subscribed: Promise<unknown>;
+  /** Element 0 turns 1 once a publish order is sent. */
+  sent: Int32Array;
 }
 
 async function startPublisher(payloads: Uint8Array[]): Promise<Publisher> {
-  const worker = new Worker(new URL("./events-publisher.mjs", import.meta.url), { workerData: { payloads, topic: "" } });
+  const sent = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(new URL("./events-publisher.mjs", import.meta.url), { workerData: { payloads, topic: "", sent } });
   const [msg] = (await once(worker, "message")) as [{ endpoint: string }];
-  return { worker, endpoint: msg.endpoint, subscribed: once(worker, "message") };
+  return { worker, endpoint: msg.endpoint, subscribed: once(worker, "message"), sent };
 }
 
 /**
@@ -41,76 +47,76 @@ async function stopPublisher(pub: Publisher): Promise<void> {
 }
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The router side of one measurement: how far it got, and (drain, sink) a gate that lets frames queue first. */
+/**
+ * Blocks this thread (no event loop turn, so nothing is received on it) until the publisher has sent the backlog. No
+ * settling time after: an idle pause lets the host evict the index from the caches, and a router catching up on a
+ * backlog has not been idle. What is still in transit then moves on the other core (libzmq's I/O threads).
+ */
+function blockWhilePublishing(pub: Publisher): void {
+  Atomics.wait(pub.sent, 0, 0, 60_000);
+  Atomics.store(pub.sent, 0, 0);
+}
+
+/** The router side of one measurement: how far it got. */
 interface Receiver {
   last(): number;
-  hold(): void;
-  go(): void;
   stream?: KvEventStream;
   close(): Promise<void>;
 }
 
-/**
- * The same loop as ZmqKvEventSubscriber's, on the gateway's SUB socket (zmq-native.ts), which the benchmark can hold
- * while frames queue up.
- */
-function gatedReceiver(endpoint: string, stream: KvEventStream | undefined): Receiver {
-  const sock = nativeSockets.subscriber({ receiveHighWaterMark: 10_000_000 });
+/** The loop of ZmqKvEventSubscriber (listener when the socket has one, else iteration) on a bare SUB socket. */
+function bareReceiver(sockets: ZmqSockets, endpoint: string, stream: KvEventStream | undefined): Receiver {
+  const sock: SubSocket = sockets.subscriber({ receiveHighWaterMark: 10_000_000 });
   sock.subscribe("");
   sock.connect(endpoint);
   let n = -1;
-  let gate: Promise<void> | undefined;
-  let open = (): void => {};
-  const loop = (async () => {
-    for await (const frames of sock) {
-      if (gate) await gate;
-      if (stream) stream.onMessage(frames);
-      n++;
-    }
+  const take = (frames: readonly Uint8Array[]): void => {
+    if (stream) stream.onMessage(frames);
+    n++;
+  };
+  const loop = sock.listen ? sock.listen(take) : (async () => {
+    for await (const frames of sock) take(frames);
   })().catch(() => undefined);
   return {
     stream,
     last: () => (stream ? stream.lastSeq : n),
-    hold: () => { gate = new Promise((r) => { open = () => { gate = undefined; r(); }; }); },
-    go: () => open(),
     close: async () => { sock.close(); await loop; },
   };
 }
 
-async function subscriberReceiver(index: KvIndex, worker: string, endpoint: string, coreDecode: boolean): Promise<Receiver> {
-  const sub = new ZmqKvEventSubscriber(index);
+async function subscriberReceiver(sockets: ZmqSockets, index: KvIndex, worker: string, endpoint: string, coreDecode: boolean): Promise<Receiver> {
+  const sub = new ZmqKvEventSubscriber(index, { sockets });
   const [stream] = await sub.attach({ worker, endpoint, blockSize: 16, coreDecode });
-  return { stream, last: () => stream!.lastSeq, hold: () => {}, go: () => {}, close: () => sub.close({ keepEntries: true }) };
+  return { stream, last: () => stream!.lastSeq, close: () => sub.close({ keepEntries: true }) };
 }
 
 /**
  * ns per block op for each of `runs` runs of about `messages` messages (whole workload cycles), after one warm-up
  * run. `index` receives the events under `worker` (not used by "sink"); each cycle leaves the worker empty.
  */
-export async function zmqRuns(mode: ZmqMode, payloads: Uint8Array[], blockOpsPerCycle: number, index: KvIndex, worker: string,
-  runs: number, messages: number, coreDecode = true): Promise<number[]> {
+export async function zmqRuns(sockets: ZmqSockets, mode: ZmqMode, payloads: Uint8Array[], blockOpsPerCycle: number, index: KvIndex,
+  worker: string, runs: number, messages: number, coreDecode = true): Promise<number[]> {
   const pub = await startPublisher(payloads);
   const cycles = Math.max(1, Math.round(messages / payloads.length));
-  const rx = mode === "stream" ? await subscriberReceiver(index, worker, pub.endpoint, coreDecode)
-    : gatedReceiver(pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16, coreDecode }) : undefined);
+  const rx = mode === "stream" ? await subscriberReceiver(sockets, index, worker, pub.endpoint, coreDecode)
+    : bareReceiver(sockets, pub.endpoint, mode === "drain" ? new KvEventStream(index, { worker, blockSize: 16, coreDecode }) : undefined);
   await pub.subscribed;
   let seq = 0;
   const runOnce = async (): Promise<number> => {
     const target = seq + cycles * payloads.length - 1;
-    rx.hold();
+    const sent = once(pub.worker, "message");
     let t0 = now();
     pub.worker.postMessage({ cycles, seq });
     seq = target + 1;
     if (mode !== "stream") {
-      await once(pub.worker, "message"); // "sent": the frames are on their way into the SUB queue
-      await sleep(300);
+      blockWhilePublishing(pub);
       t0 = now();
-      rx.go();
     }
     while (rx.last() < target) await tick();
-    return ((now() - t0) * 1e6) / (cycles * blockOpsPerCycle);
+    const ns = ((now() - t0) * 1e6) / (cycles * blockOpsPerCycle);
+    await sent;
+    return ns;
   };
   await runOnce();
   const out: number[] = [];

@@ -7,9 +7,11 @@
  *     the decoder produces; a run of BlockRemoved events is one record in both), so ratios isolate decoding;
  * (b) decode only: msgpack → binary records, nothing applied;
  * (c) decode + apply in process: `KvEventStream.onBatch` (sequence tracking included);
- * (d) ZeroMQ to index, router side: frames queued in the SUB socket, then received, decoded, applied (the target);
+ * (d) ZeroMQ to index, router side, over the gateway's ZeroMQ client (kvgate's ZMTP client, every runtime): a backlog
+ *     the engine published while the router's thread was blocked, then received, decoded, applied (the target);
+ * (d′) the same over the native `zeromq` module (libzmq; its I/O thread has taken the backlog in beforehand);
  * (e) ZeroMQ end to end while the engine publishes from a worker thread (ZmqKvEventSubscriber; shares the cores);
- * (f) ZeroMQ transport alone: the drained frames received and dropped.
+ * (f) ZeroMQ transport alone: the drained frames received and dropped (ZMTP, and (f′) native).
  *
  * The index is the gateway's default (capacity 2^20, 64 slots) holding `--background` blocks of 15 other workers,
  * as a fleet router would; (a′)/(c′) repeat (a)/(c) on an index sized to this one worker (all in cache) for
@@ -28,6 +30,8 @@ import { resolvePolicy } from "../src/events/ingest-policy.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
 import { buildWorkload, type Workload } from "./events-workload.ts";
 import { zmqRuns } from "./events-zmq.ts";
+import { nativeSockets } from "../src/runtime/zmq-native.ts";
+import { gatewayZmtpSockets } from "../src/runtime/zmq-subscriber.ts";
 import { consume, describe, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement } from "./harness.ts";
 
 interface Args {
@@ -182,11 +186,17 @@ export async function main(argv: string[]): Promise<void> {
 
   const zmq: Record<string, number[]> = {};
   const messages = args.quick ? 1_500 : 3_000;
+  const zmtp = gatewayZmtpSockets();
+  // The two clients alternate per encoding, so a change in the host's load falls on both.
   for (const form of ["array", "map"] as const) {
-    zmq[`drain_${form}`] = await zmqRuns("drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
+    zmq[`drain_${form}`] = await zmqRuns(zmtp, "drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
+    zmq[`native_drain_${form}`] = await zmqRuns(nativeSockets, "drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
   }
-  zmq.stream_array = await zmqRuns("stream", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, 4 * messages, coreDecode);
-  zmq.sink_array = await zmqRuns("sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
+  for (const form of ["array", "map"] as const) {
+    zmq[`stream_${form}`] = await zmqRuns(zmtp, "stream", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, 4 * messages, coreDecode);
+  }
+  zmq.sink_array = await zmqRuns(zmtp, "sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
+  zmq.native_sink_array = await zmqRuns(nativeSockets, "sink", w.payloads.array, st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);
 
   const perEvent = st.events / st.blockOps;
   const rows: string[][] = [];
@@ -199,10 +209,14 @@ export async function main(argv: string[]): Promise<void> {
   for (const form of ["array", "map"] as const) {
     add(`decode_${form}`, m[`decode_${form}`]!.name, m[`decode_${form}`]!.medianNs);
     add(`stream_${form}`, m[`stream_${form}`]!.name, m[`stream_${form}`]!.medianNs);
-    add(`zmq_${form}`, `(d) ZeroMQ to index (router side), ${form} events`, percentile(zmq[`drain_${form}`]!, 50));
+    add(`zmq_${form}`, `(d) ZeroMQ to index (router side, ZMTP client), ${form} events`, percentile(zmq[`drain_${form}`]!, 50));
+    add(`zmq_native_${form}`, `(d′) the same over the native zeromq module, ${form} events`, percentile(zmq[`native_drain_${form}`]!, 50));
   }
-  add("zmq_stream_array", "(e) ZeroMQ end to end, engine thread publishing, array", percentile(zmq.stream_array!, 50));
-  add("zmq_transport", "(f) ZeroMQ transport only (frames dropped), array", percentile(zmq.sink_array!, 50));
+  for (const form of ["array", "map"] as const) {
+    add(`zmq_stream_${form}`, `(e) ZeroMQ end to end, engine thread publishing, ${form}`, percentile(zmq[`stream_${form}`]!, 50));
+  }
+  add("zmq_transport", "(f) ZeroMQ transport only (frames dropped), ZMTP, array", percentile(zmq.sink_array!, 50));
+  add("zmq_native_transport", "(f′) the same over the native zeromq module", percentile(zmq.native_sink_array!, 50));
   add("rawSmall", m.rawSmall.name, m.rawSmall.medianNs, m.rawSmall.medianNs);
   add("streamSmall", `${m.streamSmall.name} (÷ a′)`, m.streamSmall.medianNs, m.rawSmall.medianNs);
   log();
@@ -211,8 +225,12 @@ export async function main(argv: string[]): Promise<void> {
   log();
   log(table(["path", "events/s", "block-ops/s", "per block op", "÷ raw rate"], rows));
   const worst = Math.min(ratios.zmq_array!, ratios.zmq_map!);
+  const worstStream = Math.min(ratios.zmq_stream_array!, ratios.zmq_stream_map!);
   log();
-  log(`target: ZeroMQ to index ≥ 50% of the raw apply rate — ${(worst * 100).toFixed(0)}% (worse encoding) → ${worst >= 0.5 ? "MET" : "MISSED"}`);
+  log(`target: ZeroMQ to index ≥ 50% of the raw apply rate — router side (d) ${(worst * 100).toFixed(0)}%, end to end (e) ` +
+    `${(worstStream * 100).toFixed(0)}% (worse encoding each) → ${worst >= 0.5 ? "MET" : "MISSED"} on (d), ${worstStream >= 0.5 ? "MET" : "MISSED"} on (e)`);
+  log(`  ZMTP client ÷ native module on (d): array ${(ratios.zmq_array! / ratios.zmq_native_array!).toFixed(2)}×, ` +
+    `map ${(ratios.zmq_map! / ratios.zmq_native_map!).toFixed(2)}× the rate`);
   // Where a block op's time goes on the ZeroMQ path, from the medians above (ns per block op).
   const ns = (k: string): number => m.raw!.medianNs / ratios[k]!;
   for (const form of ["array", "map"] as const) {
@@ -225,7 +243,7 @@ export async function main(argv: string[]): Promise<void> {
   consume(worst);
   const path = writeResults(args.decoder === "host" ? "events-host" : "events", {
     args, workload: st, verification: errors, measurements: m, zmqNsPerBlockOp: zmq, ratiosToRaw: ratios,
-    target: { zmqOverRaw: 0.5, worst, met: worst >= 0.5 }, loadAverage: { start: load0, end: load1 }, wallMs: now() - started,
+    target: { zmqOverRaw: 0.5, worst, met: worst >= 0.5, worstEndToEnd: worstStream, metEndToEnd: worstStream >= 0.5 }, loadAverage: { start: load0, end: load1 }, wallMs: now() - started,
   });
   log(`results: ${path}`);
 }

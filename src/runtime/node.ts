@@ -10,10 +10,9 @@ import { createNodeHttpFetch } from "./node-http-fetch.ts";
 import { headerCoalescingResponse } from "./node-server-response.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "./default-fleet.ts";
 
-/** The ZeroMQ subscriber for workers with a zmq_endpoint; the native module loads only when one is configured. */
+/** The ZeroMQ subscriber for workers with a zmq_endpoint (ZMTP for tcp://, the native module for ipc://). */
 export async function zmqTransport(hub: KvEventHub, log?: (line: string) => void): Promise<KvEventTransport> {
-  const { ZmqKvEventSubscriber } = await import("./zmq-subscriber.ts");
-  return new ZmqKvEventSubscriber(hub.index, { hub, log });
+  return (await import("./zmq-subscriber.ts")).nodeTransport(hub, log);
 }
 
 export async function serveOnNode(argv: readonly string[]): Promise<number> {

@@ -1,9 +1,9 @@
 /**
  * @module Subscribes to engines' KV events over ZeroMQ: one SUB socket per (worker, dp rank) endpoint, reconnecting
  * by itself, each feeding a KvEventStream of the shared hub, with a DEALER replay client per endpoint when the
- * engine has a replay socket. The sockets come from a ZmqSockets implementation: the native `zeromq` module on Node
- * (the default, loaded on first attach) or kvgate's ZMTP client on Bun and Deno (zmtp-sockets.ts). The decoding,
- * ordering and recovery logic lives runtime-neutral in src/events.
+ * engine has a replay socket. The sockets come from a ZmqSockets implementation: kvgate's ZMTP client (zmtp-sockets.ts;
+ * the gateway's choice for TCP on every runtime) or the native `zeromq` module (Node: ipc:// endpoints, the bridge).
+ * The decoding, ordering and recovery logic lives runtime-neutral in src/events.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
@@ -40,6 +40,8 @@ export interface ZmqSubscriberOptions {
   receiveHighWaterMark?: number;
   /** The ZeroMQ implementation; default the native `zeromq` module (Node only). */
   sockets?: ZmqSockets;
+  /** The implementation for one endpoint (takes precedence over `sockets`): e.g. ZMTP for tcp://, native for ipc://. */
+  socketsFor?: (endpoint: string) => ZmqSockets | Promise<ZmqSockets>;
   /** Warnings: a connection closed because the engine side broke the protocol (one line each, bounded by the backoff). */
   log?: (line: string) => void;
 }
@@ -56,6 +58,8 @@ export interface TransportCounters {
 
 interface Attached {
   worker: string;
+  /** Which ZeroMQ implementation each rank's socket uses. */
+  clients: ZmqSockets["name"][];
   sockets: SubSocket[];
   replays: ZmqReplayClient[];
   loops: Promise<void>[];
@@ -74,21 +78,23 @@ export class ZmqKvEventSubscriber {
   async attach(ep: EngineEventEndpoint): Promise<KvEventStream[]> {
     if (this.#workers.has(ep.worker)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${ep.worker} is already attached`);
     const ranks = typeof ep.dpRanks === "number" ? Array.from({ length: ep.dpRanks }, (_, i) => i) : [...(ep.dpRanks ?? [0])];
-    const a: Attached = { worker: ep.worker, sockets: [], replays: [], loops: [] };
+    const a: Attached = { worker: ep.worker, clients: [], sockets: [], replays: [], loops: [] };
     this.#workers.set(ep.worker, a);
     const streams: KvEventStream[] = [];
     try {
-      const sockets = await this.#sockets();
       for (const rank of ranks) {
-        const replay = ep.replayEndpoint
-          ? new ZmqReplayClient(endpointForRank(ep.replayEndpoint, rank), { timeoutMs: this.options.replayTimeoutMs, sockets })
+        const replayUrl = ep.replayEndpoint === undefined ? undefined : endpointForRank(ep.replayEndpoint, rank);
+        const replay = replayUrl
+          ? new ZmqReplayClient(replayUrl, { timeoutMs: this.options.replayTimeoutMs, sockets: await this.#sockets(replayUrl) })
           : undefined;
         if (replay) a.replays.push(replay);
         const { endpoint: _e, replayEndpoint: _r, dpRanks: _d, topic: _t, bind: _b, ...streamOpts } = ep;
         const stream = this.hub.open({ ...streamOpts, dpRank: rank, replay });
         streams.push(stream);
         const url = endpointForRank(ep.endpoint, rank);
-        const sock = this.#socket(sockets, `${ep.worker} rank ${rank} (${url})`);
+        const impl = await this.#sockets(url);
+        const sock = this.#socket(impl, `${ep.worker} rank ${rank} (${url})`);
+        a.clients.push(impl.name);
         a.sockets.push(sock);
         sock.subscribe(ep.topic ?? "");
         if (ep.bind) await sock.bind(url);
@@ -100,6 +106,11 @@ export class ZmqKvEventSubscriber {
       throw e;
     }
     return streams;
+  }
+
+  /** The ZeroMQ implementation of each of a worker's rank sockets (rank order); empty when not attached. */
+  clientsOf(worker: string): ZmqSockets["name"][] {
+    return [...(this.#workers.get(worker)?.clients ?? [])];
   }
 
   /** Stops a worker's sockets and streams; its index entries go too unless `keepEntries`. */
@@ -131,8 +142,10 @@ export class ZmqKvEventSubscriber {
     for (const s of this.hub.streams()) await s.settled();
   }
 
-  #sockets(): Promise<ZmqSockets> {
-    return this.options.sockets ? Promise.resolve(this.options.sockets) : loadNativeSockets();
+  async #sockets(endpoint: string): Promise<ZmqSockets> {
+    const o = this.options;
+    if (o.socketsFor) return o.socketsFor(endpoint);
+    return o.sockets ?? loadNativeSockets();
   }
 
   #socket(sockets: ZmqSockets, what: string): SubSocket {
@@ -168,9 +181,23 @@ export class ZmqKvEventSubscriber {
 }
 
 /**
- * The gateway's ZeroMQ transport over kvgate's own ZMTP client (Bun, Deno). Heartbeats on: a publisher host that
- * vanished without closing TCP is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
+ * kvgate's ZMTP client as the gateway configures it. Heartbeats on: a publisher host that vanished without closing TCP
+ * is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
  */
+export const gatewayZmtpSockets = (): ZmqSockets => zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 });
+
+/** The gateway's ZeroMQ transport on Bun and Deno: kvgate's own ZMTP client (TCP endpoints). */
 export async function zmtpTransport(hub: KvEventHub, log?: (line: string) => void): Promise<ZmqKvEventSubscriber> {
-  return new ZmqKvEventSubscriber(hub.index, { hub, log, sockets: zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) });
+  return new ZmqKvEventSubscriber(hub.index, { hub, log, sockets: gatewayZmtpSockets() });
+}
+
+/**
+ * The gateway's ZeroMQ transport on Node: tcp:// endpoints over kvgate's ZMTP client, which decodes engine batches in
+ * place in a shared read buffer (`npm run bench -- events` measures it against the native module: the native module
+ * builds a buffer per frame); ipc:// and inproc:// over the native `zeromq` module, loaded only if one is configured.
+ */
+export async function nodeTransport(hub: KvEventHub, log?: (line: string) => void,
+  options: Omit<ZmqSubscriberOptions, "hub" | "log" | "sockets" | "socketsFor"> = {}): Promise<ZmqKvEventSubscriber> {
+  const zmtp = gatewayZmtpSockets();
+  return new ZmqKvEventSubscriber(hub.index, { ...options, hub, log, socketsFor: (ep) => (ep.startsWith("tcp://") ? zmtp : loadNativeSockets()) });
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
-import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { gatewayZmtpSockets, ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 
@@ -15,7 +15,10 @@ function matched(index: KvIndex, worker: string): number {
 
 // Issue 6, acceptance 1: the BlockStored captured from a real vLLM, published over a real ZeroMQ socket in both
 // encodings, makes a request for that prompt match all 25 blocks; removing the last ten leaves 15; clearing leaves 0.
-describe.each(["array", "map"] as const)("captured vLLM BlockStored over ZeroMQ, %s encoding", (form) => {
+// Received by both ZeroMQ clients: kvgate's ZMTP client (the gateway's for TCP on every runtime) and libzmq's.
+describe.each([
+  ["array", "zmtp"], ["map", "zmtp"], ["array", "zeromq"], ["map", "zeromq"],
+] as const)("captured vLLM BlockStored over ZeroMQ, %s encoding, %s client", (form, client) => {
   let index: KvIndex;
   let engine: TestEngine;
   let sub: ZmqKvEventSubscriber;
@@ -25,8 +28,9 @@ describe.each(["array", "map"] as const)("captured vLLM BlockStored over ZeroMQ,
   beforeAll(async () => {
     index = await createKvIndex({ maxSlots: 8, capacity: 4096 });
     engine = await TestEngine.start({ topic: "kv@pod-0@Qwen/Qwen3-0.6B" });
-    sub = new ZmqKvEventSubscriber(index);
+    sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: gatewayZmtpSockets() } : {});
     [stream] = await sub.attach({ worker, endpoint: engine.endpoint, blockSize: 16, topic: "kv@" }) as [KvEventStream];
+    expect(sub.clientsOf(worker)).toEqual([client]);
     await engine.subscribed();
   });
 

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
 import { KvEventStream, type ReplaySource } from "../../src/events/kv-event-stream.ts";
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
-import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { gatewayZmtpSockets, ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, derivedVectors, hex, liveFrames, loadCapture, pack, until, vllmBatch } from "./helpers.ts";
 import { mutateBytes } from "./random-batches.ts";
 import { TestEngine } from "./zmq-engine.ts";
@@ -147,19 +147,17 @@ describe("fuzzed corrupt frames", () => {
   });
 
   describe("over a real ZeroMQ socket", () => {
-    let engine: TestEngine;
-    let sub: ZmqKvEventSubscriber;
-    beforeAll(async () => {
-      engine = await TestEngine.start();
-    });
-    afterAll(async () => {
+    let engine: TestEngine | undefined;
+    let sub: ZmqKvEventSubscriber | undefined;
+    afterEach(async () => {
       await sub?.close();
-      await engine.close();
+      await engine?.close();
     });
 
-    it("should survive 2,000 corrupt messages on the wire and apply the next valid batch", async () => {
+    it.each(["zmtp", "zeromq"] as const)("should survive 2,000 corrupt messages on the wire and apply the next valid batch (%s client)", async (client) => {
       const index = await createKvIndex({ maxSlots: 4, capacity: 4096 });
-      sub = new ZmqKvEventSubscriber(index);
+      engine = await TestEngine.start();
+      sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: gatewayZmtpSockets() } : {});
       const [s] = await sub.attach({ worker: "wire", endpoint: engine.endpoint, blockSize: 16 });
       await engine.subscribed();
       await engine.publish(0, vllmBatch([captureStored(capture)], "map"));

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
-import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { KvEventHub } from "../../src/events/kv-event-hub.ts";
+import { nodeTransport, type ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 
@@ -16,7 +17,8 @@ let n = 0;
 
 beforeAll(async () => {
   index = await createKvIndex({ maxSlots: 32, capacity: 8192 });
-  sub = new ZmqKvEventSubscriber(index, { replayTimeoutMs: 300 });
+  // The sockets Node's gateway uses: kvgate's ZMTP client (SUB and the replay DEALER) for tcp:// endpoints.
+  sub = await nodeTransport(new KvEventHub(index), undefined, { replayTimeoutMs: 300 });
 });
 
 afterEach(async () => {

@@ -89,7 +89,7 @@ const sizes = (i: number): number => [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!
 
 describe("ZMTP SUB ← libzmq PUB", () => {
   it.each([
-    ["the default shared 1 MiB read buffer", undefined],
+    ["the default shared 4 MiB read buffer", undefined],
     ["a 4 KiB read buffer (most frames split across reads)", 4096],
     ["a fresh chunk per read", 0],
   ])("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames, with %s", async (_, readBufferBytes) => {
@@ -120,7 +120,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
   });
 
   it.each([
-    ["the default shared 1 MiB read buffer", undefined],
+    ["the default shared 4 MiB read buffer", undefined],
     ["a 4 KiB read buffer", 4096],
   ])("should hand every message to a listener as it is decoded, exactly and in order, with %s", async (_, readBufferBytes) => {
     const p = await pub();
