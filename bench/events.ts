@@ -15,9 +15,9 @@
  *
  * The index is the gateway's default (capacity 2^20, 64 slots) holding `--background` blocks of 15 other workers,
  * as a fleet router would; (a′)/(c′) repeat (a)/(c) on an index sized to this one worker (all in cache) for
- * sensitivity. Target: (d) ≥ 50% of (a), worse encoding. Nothing is asserted (shared, noisy machine); ratios are
- * printed and written to bench/results/events.json. Flags: --blocks-per-batch B (128), --capacity C engine cache
- * blocks (8192), --batches N (400), --background N (524288), --samples N (10), --zmq-runs N (5), --quick,
+ * sensitivity. Target: (d) and (e) ≥ 50% of (a), worse encoding each. Nothing is asserted (shared, noisy machine);
+ * ratios are printed and written to bench/results/events.json. Flags: --blocks-per-batch B (128), --capacity C engine
+ * cache blocks (8192), --batches N (400), --background N (524288), --samples N (10), --zmq-runs N (5), --quick,
  * --decoder core|host (core: batches decoded in the WASM core; host: the TypeScript decoder only, for comparison).
  */
 import { loadavg } from "node:os";
