@@ -206,6 +206,16 @@ abstract class ZmtpSocket {
     for (const f of this.#onClosed.splice(0)) f();
   }
 
+  /** Hands a message to a listener; a listener that throws loses that message only. */
+  protected deliver(listener: MessageListener, frames: readonly Uint8Array[]): void {
+    try {
+      listener(frames);
+    } catch (e) {
+      this.counters.listenerErrors++;
+      this.counters.lastError = e instanceof Error ? e.message : String(e);
+    }
+  }
+
   /** Resolves once the socket is closed. */
   protected whenClosed(): Promise<void> {
     return this.#closed ? Promise.resolve() : new Promise((r) => this.#onClosed.push(r));
@@ -240,14 +250,8 @@ abstract class ZmtpSocket {
           this.counters.filtered++;
           return true;
         }
-        const listener = this.listener;
-        if (listener) {
-          try {
-            listener(frames);
-          } catch (e) {
-            this.counters.listenerErrors++;
-            this.counters.lastError = e instanceof Error ? e.message : String(e);
-          }
+        if (this.listener) {
+          this.deliver(this.listener, frames);
           return true;
         }
         // Queued past this call: the frames may view the read buffer.
@@ -280,6 +284,8 @@ abstract class ZmtpSocket {
 
 class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
   readonly #topics: Uint8Array[] = [];
+  /** Subscribed to "" (every message): no topic to compare per message. */
+  #all = false;
 
   constructor(options: ZmtpOptions) {
     super("SUB", options);
@@ -288,6 +294,7 @@ class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
   subscribe(prefix: string): void {
     const topic = new TextEncoder().encode(prefix);
     this.#topics.push(topic);
+    if (topic.length === 0) this.#all = true;
     for (const c of this.ready()) this.#sendSubscription(c, topic);
   }
 
@@ -298,7 +305,7 @@ class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
    */
   listen(listener: MessageListener): Promise<void> {
     if (this.listener) throw new KvgateError("KVGATE_ERR_STATE", "this ZeroMQ socket already has a listener");
-    for (let m = this.queue.takeNow(); m; m = this.queue.takeNow()) listener(m);
+    for (let m = this.queue.takeNow(); m; m = this.queue.takeNow()) this.deliver(listener, m);
     this.listener = listener;
     return this.whenClosed();
   }
@@ -321,6 +328,7 @@ class ZmtpSubscriber extends ZmtpSocket implements SubSocket {
   }
 
   protected accepts(frames: Uint8Array[]): boolean {
+    if (this.#all) return true;
     const first = frames[0]!;
     return this.#topics.some((t) => t.length <= first.length && t.every((b, i) => first[i] === b));
   }

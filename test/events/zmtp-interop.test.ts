@@ -160,6 +160,30 @@ describe("ZMTP SUB ← libzmq PUB", () => {
     await listening;
   });
 
+  it("should hand a listener the messages queued before it, first and in order", async () => {
+    const p = await pub();
+    const s = sub();
+    s.subscribe("t");
+    s.connect(p.lastEndpoint!);
+    let seq = 0;
+    // Nobody iterates yet: what arrives is queued (as copies).
+    while (s.queued.messages < 3) {
+      await p.send(["t", encodeSeq(seq++), payload(seq, 300)]);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const got: number[] = [];
+    const listening = s.listen((frames) => void got.push(readSeq(frames[1])));
+    const first = got[0]!;
+    expect(got.length).toBeGreaterThanOrEqual(3);
+    expect(s.queued.messages).toBe(0);
+    for (let i = 0; i < 50; i++) await p.send(["t", encodeSeq(seq++), payload(seq, 300)]);
+    await eventually(() => got.at(-1) === seq - 1, "the last message");
+    expect(got).toEqual(Array.from({ length: seq - first }, (_, i) => first + i));
+    expect(() => s.listen(() => {})).toThrow(/already has a listener/);
+    s.close();
+    await listening;
+  });
+
   it("should send the subscription libzmq's XPUB reads as 0x01 + prefix", async () => {
     const x = new XPublisher({ linger: 0 });
     await x.bind("tcp://127.0.0.1:*");
