@@ -90,7 +90,8 @@ const sizes = (i: number): number => [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!
 describe("ZMTP SUB ← libzmq PUB", () => {
   it.each([
     ["the default shared 4 MiB read buffer", undefined],
-    ["a 4 KiB read buffer (most frames split across reads)", 4096],
+    // Reads this small end inside frame headers now and then: undecoded bytes must be copied before the next read.
+    ["a 509-byte read buffer (most frames split across reads)", 509],
     ["a fresh chunk per read", 0],
   ])("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames, with %s", async (_, readBufferBytes) => {
     const p = await pub();
@@ -121,7 +122,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
 
   it.each([
     ["the default shared 4 MiB read buffer", undefined],
-    ["a 4 KiB read buffer", 4096],
+    ["a 509-byte read buffer", 509],
   ])("should hand every message to a listener as it is decoded, exactly and in order, with %s", async (_, readBufferBytes) => {
     const p = await pub();
     const s = sub({ readBufferBytes });

@@ -39,7 +39,8 @@ function digest(b: Uint8Array): number {
 describe.each(["bun", "deno"] as const)("kvgate's ZMTP client on %s", (runtime) => {
   it.each([
     ["the default read buffer", 4 * 1024 * 1024],
-    ["a 4 KiB read buffer", 4096],
+    // Reads this small end inside a frame header now and then: undecoded bytes must be copied before the next read.
+    ["a 509-byte read buffer", 509],
   ])("should hand every message to its listener exactly, with %s", async (_, readBuffer) => {
     const pub = new Publisher({ linger: 0, sendHighWaterMark: 1_000_000 });
     await pub.bind("tcp://127.0.0.1:*");
