@@ -1,8 +1,8 @@
 /**
  * @module Asks an engine's replay socket (a ZeroMQ ROUTER) for the KV-event batches after a gap, over a DEALER:
  * a REQ socket would take only one reply per request, and replays are many. A fresh DEALER per replay means a
- * reply to an abandoned request can never be read as the answer to the next one. The DEALER comes from a ZmqSockets
- * implementation (native `zeromq` by default, kvgate's ZMTP client on Bun and Deno).
+ * reply to an abandoned request can never be read as the answer to the next one. The DEALER comes from the caller's
+ * ZmqSockets implementation (the gateway's: kvgate's ZMTP client for tcp://), the native `zeromq` module if none.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { ReplaySource } from "../events/kv-event-stream.ts";
