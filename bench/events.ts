@@ -31,7 +31,7 @@ import { KvEventStream } from "../src/events/kv-event-stream.ts";
 import { buildWorkload, type Workload } from "./events-workload.ts";
 import { zmqRuns } from "./events-zmq.ts";
 import { nativeSockets } from "../src/runtime/zmq-native.ts";
-import { gatewayZmtpSockets } from "../src/runtime/zmq-subscriber.ts";
+import { engineZmtpSockets } from "../src/runtime/zmtp-sockets.ts";
 import { consume, describe, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement } from "./harness.ts";
 
 interface Args {
@@ -186,7 +186,7 @@ export async function main(argv: string[]): Promise<void> {
 
   const zmq: Record<string, number[]> = {};
   const messages = args.quick ? 1_500 : 3_000;
-  const zmtp = gatewayZmtpSockets();
+  const zmtp = engineZmtpSockets();
   // The two clients alternate per encoding, so a change in the host's load falls on both.
   for (const form of ["array", "map"] as const) {
     zmq[`drain_${form}`] = await zmqRuns(zmtp, "drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);

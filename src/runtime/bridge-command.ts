@@ -6,7 +6,7 @@ import { parseFlags } from "../cli/flags.ts";
 import { KvgateError } from "../core/errors.ts";
 import { KvBridge, type BridgeStats } from "./bridge.ts";
 import type { ZmqSockets } from "./zmq-sockets.ts";
-import { zmtpSockets } from "./zmtp-sockets.ts";
+import { engineZmtpSockets } from "./zmtp-sockets.ts";
 
 export const BRIDGE_HELP = `usage: kvgate bridge --zmq tcp://HOST:PORT --to URL --token T [options]
   Subscribes to an engine's KV-event socket (vLLM/SGLang --kv-events-config endpoint) and forwards every
@@ -101,7 +101,7 @@ export async function runBridgeCommandOnNode(args: readonly string[]): Promise<n
   const log = (line: string): void => void process.stderr.write(`kvgate bridge: ${line}\n`);
   // The native zeromq module aborts Bun and needs --allow-ffi on Deno: kvgate's own ZMTP client there.
   const portable = "Bun" in globalThis || "Deno" in globalThis;
-  const bridges = bridgeFromArgs(args, process.env, log, portable ? zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }) : undefined);
+  const bridges = bridgeFromArgs(args, process.env, log, portable ? engineZmtpSockets() : undefined);
   if (bridges === "help") {
     process.stdout.write(BRIDGE_HELP);
     return 0;

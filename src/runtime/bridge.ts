@@ -82,7 +82,6 @@ export class KvBridge {
     return this.#endpoint;
   }
 
-
   /** Learns the router's position, subscribes and starts forwarding; resolves once the socket is connected or bound. */
   async start(): Promise<void> {
     this.#routerLast = await this.sender.hello();

@@ -26,6 +26,9 @@ export interface DealerSocketOptions extends SocketEvents {
   timeoutMs: number;
 }
 
+/** A message handed to a listener as it is decoded. Its frames may view a reused read buffer: valid during the call. */
+export type MessageListener = (frames: readonly Uint8Array[]) => void;
+
 /** A SUB socket: messages are frame arrays; iteration ends (or throws) once closed. */
 export interface SubSocket extends AsyncIterable<Uint8Array[]> {
   readonly closed: boolean;
@@ -39,7 +42,7 @@ export interface SubSocket extends AsyncIterable<Uint8Array[]> {
    * Optional (kvgate's ZMTP client): every message goes to `listener` synchronously as it is decoded, instead of to
    * the iterator; frames may view a reused read buffer, so they are valid during the call only. Resolves once closed.
    */
-  listen?(listener: (frames: readonly Uint8Array[]) => void): Promise<void>;
+  listen?(listener: MessageListener): Promise<void>;
 }
 
 export interface DealerSocket {

@@ -10,9 +10,10 @@ import type { KvIndex } from "../core/kv-index.ts";
 import { endpointForRank } from "../events/dp-endpoint.ts";
 import { KvEventHub, type IngestTotals, type StreamStatus } from "../events/kv-event-hub.ts";
 import type { KvEventStream, KvEventStreamOptions } from "../events/kv-event-stream.ts";
+import type { ZmqConnectionCounters } from "../gateway/kv-ingest.ts";
 import { ZmqReplayClient } from "./zmq-replay-client.ts";
 import { loadNativeSockets, type SubSocket, type ZmqSockets } from "./zmq-sockets.ts";
-import { zmtpSockets } from "./zmtp-sockets.ts";
+import { engineZmtpSockets } from "./zmtp-sockets.ts";
 
 export interface EngineEventEndpoint extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
   /** The engine's KV-event PUB endpoint for rank 0 as this process reaches it, e.g. `tcp://10.0.0.5:5557`. */
@@ -46,13 +47,12 @@ export interface ZmqSubscriberOptions {
   log?: (line: string) => void;
 }
 
-export interface TransportCounters {
-  connects: number;
-  disconnects: number;
-  /** Receive loops that ended with an error other than the socket being closed. */
-  socketErrors: number;
-  /** Connections closed because the engine side broke the protocol (each is logged in lastError, then reconnected). */
-  protocolErrors: number;
+/**
+ * The connection counters the gateway reads (ZmqConnectionCounters): socketErrors are receive loops that ended with an
+ * error other than the socket being closed, protocolErrors connections closed because the engine side broke the
+ * protocol (each logged in lastError, then reconnected).
+ */
+export interface TransportCounters extends ZmqConnectionCounters {
   lastError?: string;
 }
 
@@ -180,15 +180,9 @@ export class ZmqKvEventSubscriber {
   }
 }
 
-/**
- * kvgate's ZMTP client as the gateway configures it. Heartbeats on: a publisher host that vanished without closing TCP
- * is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
- */
-export const gatewayZmtpSockets = (): ZmqSockets => zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 });
-
 /** The gateway's ZeroMQ transport on Bun and Deno: kvgate's own ZMTP client (TCP endpoints). */
 export async function zmtpTransport(hub: KvEventHub, log?: (line: string) => void): Promise<ZmqKvEventSubscriber> {
-  return new ZmqKvEventSubscriber(hub.index, { hub, log, sockets: gatewayZmtpSockets() });
+  return new ZmqKvEventSubscriber(hub.index, { hub, log, sockets: engineZmtpSockets() });
 }
 
 /**
@@ -198,6 +192,6 @@ export async function zmtpTransport(hub: KvEventHub, log?: (line: string) => voi
  */
 export async function nodeTransport(hub: KvEventHub, log?: (line: string) => void,
   options: Omit<ZmqSubscriberOptions, "hub" | "log" | "sockets" | "socketsFor"> = {}): Promise<ZmqKvEventSubscriber> {
-  const zmtp = gatewayZmtpSockets();
+  const zmtp = engineZmtpSockets();
   return new ZmqKvEventSubscriber(hub.index, { ...options, hub, log, socketsFor: (ep) => (ep.startsWith("tcp://") ? zmtp : loadNativeSockets()) });
 }

@@ -12,7 +12,7 @@ import { KvgateError } from "../core/errors.ts";
 import { ZmtpConnection, type CommandStats, type ZmtpSocketType } from "./zmtp-connection.ts";
 import { ZmtpError, type ZmtpLimits } from "./zmtp-codec.ts";
 import { ReceiveQueue } from "./zmtp-queue.ts";
-import type { DealerSocket, DealerSocketOptions, SocketEvents, SubSocket, SubSocketOptions, ZmqSockets } from "./zmq-sockets.ts";
+import type { DealerSocket, DealerSocketOptions, MessageListener, SocketEvents, SubSocket, SubSocketOptions, ZmqSockets } from "./zmq-sockets.ts";
 
 export interface ZmtpOptions extends SocketEvents, Partial<ZmtpLimits> {
   reconnectIntervalMs?: number;
@@ -86,9 +86,6 @@ function sharedReadBuffer(bytes: number): Uint8Array {
   if (!b) readBuffers.set(bytes, (b = new Uint8Array(bytes)));
   return b;
 }
-
-/** A message handed to a listener as it is decoded. Its frames may view a reused read buffer: valid during the call. */
-export type MessageListener = (frames: readonly Uint8Array[]) => void;
 
 abstract class ZmtpSocket {
   readonly counters: ZmtpCounters = {
@@ -418,6 +415,14 @@ export function zmtpSockets(defaults: ZmtpOptions = {}): ZmqSockets {
     subscriber: (o: SubSocketOptions) => zmtpSubscriber({ ...defaults, ...definedOnly(o) }),
     dealer: (o: DealerSocketOptions) => zmtpDealer(o.timeoutMs, { ...defaults, ...definedOnly(o) }),
   };
+}
+
+/**
+ * kvgate's ZMTP client as it faces engines (the gateway's subscriber, the bridge). Heartbeats on: a publisher host
+ * that vanished without closing TCP is noticed within 30 s and redialled (libzmq answers PINGs whatever its options).
+ */
+export function engineZmtpSockets(): ZmqSockets {
+  return zmtpSockets({ heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 });
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {

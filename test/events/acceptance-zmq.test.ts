@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
-import { gatewayZmtpSockets, ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
+import { engineZmtpSockets } from "../../src/runtime/zmtp-sockets.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 
@@ -28,7 +29,7 @@ describe.each([
   beforeAll(async () => {
     index = await createKvIndex({ maxSlots: 8, capacity: 4096 });
     engine = await TestEngine.start({ topic: "kv@pod-0@Qwen/Qwen3-0.6B" });
-    sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: gatewayZmtpSockets() } : {});
+    sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: engineZmtpSockets() } : {});
     [stream] = await sub.attach({ worker, endpoint: engine.endpoint, blockSize: 16, topic: "kv@" }) as [KvEventStream];
     expect(sub.clientsOf(worker)).toEqual([client]);
     await engine.subscribed();

@@ -11,6 +11,7 @@ import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
 import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
 import { ZmqReplayClient } from "../../src/runtime/zmq-replay-client.ts";
 import { zmtpDealer, zmtpSockets, zmtpSubscriber, type ZmtpOptions } from "../../src/runtime/zmtp-sockets.ts";
+import { payload, sizes } from "./frame-payloads.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 import { eventually } from "./zmtp-peer.ts";
@@ -77,15 +78,6 @@ class Reader {
     return r.value;
   }
 }
-
-/** A payload of `size` bytes whose content depends on `i`. */
-function payload(i: number, size: number): Uint8Array {
-  const b = new Uint8Array(size);
-  for (let k = 0; k < size; k++) b[k] = (i * 31 + k) & 0xff;
-  return b;
-}
-
-const sizes = (i: number): number => [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!;
 
 describe("ZMTP SUB ← libzmq PUB", () => {
   it.each([

@@ -6,6 +6,7 @@
  */
 import { readSeq } from "../../src/events/zmq-frames.ts";
 import { zmtpSubscriber } from "../../src/runtime/zmtp-sockets.ts";
+import { digest } from "./frame-payloads.ts";
 
 const env = (k: string): string => {
   const v = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[k];
@@ -15,13 +16,6 @@ const env = (k: string): string => {
 const count = Number(env("KVGATE_PROBE_COUNT"));
 const readBufferBytes = Number(env("KVGATE_PROBE_READ_BUFFER"));
 const WARM = 2 ** 32;
-
-/** FNV-1a over the bytes: enough to tell a payload read from overwritten memory. */
-function digest(b: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193) >>> 0;
-  return h;
-}
 
 const sub = zmtpSubscriber({ reconnectIntervalMs: 5, readBufferBytes });
 sub.subscribe("kv@");

@@ -9,6 +9,7 @@ import { Publisher } from "zeromq";
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
 import { start, waitForOutput, type Proc } from "../conformance/processes.ts";
 import { ROOT } from "../conformance/runtimes.ts";
+import { digest, payload, sizes } from "./frame-payloads.ts";
 
 const BIN = join(ROOT, "node_modules/.bin");
 const PROBE = "test/events/zmtp-probe.ts";
@@ -21,20 +22,6 @@ const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
-
-/** Payload `i`: its size cycles through short, boundary and long frames; its bytes depend on `i`. */
-function payload(i: number): Uint8Array {
-  const size = [0, 1, 200, 255, 256, 1000, 70_000][i % 7]!;
-  const b = new Uint8Array(size);
-  for (let k = 0; k < size; k++) b[k] = (i * 31 + k) & 0xff;
-  return b;
-}
-
-function digest(b: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193) >>> 0;
-  return h;
-}
 
 describe.each(["bun", "deno"] as const)("kvgate's ZMTP client on %s", (runtime) => {
   it.each([
@@ -63,15 +50,15 @@ describe.each(["bun", "deno"] as const)("kvgate's ZMTP client on %s", (runtime) 
       await new Promise((r) => setTimeout(r, 10));
     }
     for (let i = 0; i < N; i++) {
-      await pub.send(["other", encodeSeq(i), payload(i)]);
-      await pub.send(["kv@w", encodeSeq(i), payload(i)]);
+      await pub.send(["other", encodeSeq(i), payload(i, sizes(i))]);
+      await pub.send(["kv@w", encodeSeq(i), payload(i, sizes(i))]);
     }
     const late = new Promise<"late">((r) => setTimeout(() => r("late"), 30_000).unref());
     if ((await Promise.race([closed, late])) === "late") throw new Error(`${runtime} probe still running after 30 s:\n${proc.output().slice(-2000)}`);
     const line = /^(\{"got".*)\ndone$/m.exec(proc.output())?.[1];
     if (!line) throw new Error(`${runtime} probe ended without its report:\n${proc.output()}`);
     const { got, counters } = JSON.parse(line) as { got: [number, number, number][]; counters: Record<string, unknown> };
-    expect(got).toEqual(Array.from({ length: N }, (_, i) => [i, payload(i).length, digest(payload(i))]));
+    expect(got).toEqual(Array.from({ length: N }, (_, i) => [i, payload(i, sizes(i)).length, digest(payload(i, sizes(i)))]));
     expect(counters).toMatchObject({ connects: 1, protocolErrors: 0, listenerErrors: 0 });
   }, 120_000);
 });
