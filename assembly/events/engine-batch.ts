@@ -13,7 +13,7 @@ import {
   F_MEDIUM, F_LORA_NAME, F_EXTRA_KEYS, F_GROUP, F_SPEC_KIND, F_TYPE, TAG_STORED, TAG_REMOVED, TAG_CLEARED,
   BK_TS, BK_EVENTS, BK_RANK, MEDIUM_GPU, MEDIUM_CPU,
 } from "./engine-keys";
-import { writerReset, scratchReset, scratch, storedTokens, removed, removedOne, cleared } from "./record-writer";
+import { writerReset, scratchReset, scratch, tokensInPlace, storedTokens, removed, removedOne, cleared } from "./record-writer";
 import { matchRemoved, fastHash, fastGroup } from "./removed-fast";
 import { readTokens } from "./token-ids";
 
@@ -217,7 +217,9 @@ function field(f: i32): void {
       if (st != S_OK) return;
       // EAGLE bigrams [(t0,t1),(t1,t2),…] are hashed by the host.
       if (n > 0 && isArrayCode(peek())) { fail(S_FALLBACK); return; }
-      tokens = scratch((<u64>n + 1) << 2);
+      // Straight into the record when the hashes came first (msgspec's field order) and it will be one record.
+      const at = tag == TAG_STORED && (seen & (1 << F_HASHES)) != 0 ? tokensInPlace(nHashes, n, <u32>blockSize) : 0;
+      tokens = at != 0 ? at : scratch((<u64>n + 1) << 2);
       if (st != S_OK) return;
       readTokens(tokens, n);
       nTokens = n;

@@ -248,10 +248,17 @@ export function isAscii(p: usize, n: usize): bool {
   return true;
 }
 
-/** True when the `n` bytes at `p` equal the `n` bytes at `k` (a constant from memory.data). */
+/**
+ * True when the `n` bytes at `p` equal the `n` bytes at `k` (a constant from memory.data). The last word is read
+ * overlapping the one before it rather than byte by byte: map keys are compared for every event.
+ */
 export function bytesEq(p: usize, k: usize, n: usize): bool {
-  let i: usize = 0;
-  for (; i + 8 <= n; i += 8) if (load<u64>(p + i) != load<u64>(k + i)) return false;
-  for (; i < n; i++) if (load<u8>(p + i) != load<u8>(k + i)) return false;
+  if (n >= 8) {
+    const last = n - 8;
+    for (let i: usize = 0; i < last; i += 8) if (load<u64>(p + i) != load<u64>(k + i)) return false;
+    return load<u64>(p + last) == load<u64>(k + last);
+  }
+  if (n >= 4) return load<u32>(p) == load<u32>(k) && load<u32>(p + n - 4) == load<u32>(k + n - 4);
+  for (let i: usize = 0; i < n; i++) if (load<u8>(p + i) != load<u8>(k + i)) return false;
   return true;
 }

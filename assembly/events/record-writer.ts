@@ -67,6 +67,24 @@ function header(kind: u32, hasParent: bool, count: u32, aux: u32, body: u64): us
 }
 
 /**
+ * Where the `nTokens` token ids of a BlockStored event of `n` blocks of `bs` tokens go when they can be read straight
+ * into the single record storedTokens would write for it (most events: it then copies only the hashes); 0 when the
+ * event needs several records or the room is short, and the ids go to scratch. Nothing is committed: an event the
+ * policy drops leaves them past `tail`, where the next record overwrites them. Scratch the event takes afterwards (a
+ * repeated key) may reach into them only when it also leaves no room for the record, which header() then refuses.
+ */
+export function tokensInPlace(n: u32, nTokens: u32, bs: u32): usize {
+  if (n == 0 || <u64>nTokens != <u64>n * bs) return 0;
+  let per = (maxBytes - 40) / (8 + 4 * <i64>bs);
+  if (per > maxBlocks) per = maxBlocks;
+  if (<i64>n > per) return 0;
+  const at = tail + HEADER + 16 + (<usize>n << 3);
+  const bytes = (<u64>nTokens + 1) << 2;
+  if (<u64>at + bytes > <u64>scratchLow) return 0;
+  return at;
+}
+
+/**
  * Stored blocks by token ids: `n` engine hashes (u64) at `hashes`, n·bs token ids (u32) at `tokens`. Split into
  * records the core can take, each next one chained to the previous record's last hash.
  */
@@ -121,8 +139,9 @@ export function removed(hashes: usize, n: u32): void {
   }
 }
 
-/** `n` bytes (a multiple of 4) with u64 moves. */
+/** `n` bytes (a multiple of 4) with u64 moves; none when they are in place already (tokensInPlace). */
 function copyBytes(dst: usize, src: usize, n: usize): void {
+  if (dst == src) return;
   let i: usize = 0;
   for (; i + 8 <= n; i += 8) store<u64>(dst + i, load<u64>(src + i));
   if (i < n) store<u32>(dst + i, load<u32>(src + i));

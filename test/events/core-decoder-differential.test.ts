@@ -120,6 +120,12 @@ describe("in-core decoder edge cases", () => {
   let deep: unknown = 0;
   for (let i = 0; i < 63; i++) deep = [deep];
   const raw = (hex: string): Uint8Array => new Uint8Array(Buffer.from(hex.replace(/ /g, ""), "hex"));
+  /** A batch of one map event whose keys may repeat (an object cannot hold them). */
+  const mapEvent = (entries: [string, unknown][]): Uint8Array => {
+    const event = Buffer.concat([Buffer.from([0x80 | entries.length]), ...entries.flatMap(([k, v]) => [pack(k), pack(v)])]);
+    return new Uint8Array(Buffer.concat([Buffer.from([0x93]), pack(TS), Buffer.from([0x91]), event, pack(0)]));
+  };
+  const T2 = [...T, ...T.map((t) => t + 1)];
   const CASES: [string, Uint8Array][] = [
     ["token ids as uint64 and int64 of small values", pack([TS, [st({ 3: [...T.slice(0, 14).map(BigInt), -0n, 7n] })], 0])],
     ["a token id beyond u32 as uint64", pack([TS, [st({ 3: [2n ** 32n, ...T.slice(1)] })], 0])],
@@ -152,6 +158,14 @@ describe("in-core decoder edge cases", () => {
     ["extra_keys of a Removed map event", pack([TS, [{ type: "BlockRemoved", block_hashes: [5n], extra_keys: [["x"]] }], 0])],
     ["duplicate block_hashes keys", raw("93 cb41d954fc40000000 91 83 a4 74797065 ac 426c6f636b52656d6f766564 ac 626c6f636b5f686173686573 91 05 ac 626c6f636b5f686173686573 92 06 07 00")],
     ["duplicate medium keys, nil last", raw("93 cb41d954fc40000000 91 84 a4 74797065 ac 426c6f636b52656d6f766564 ac 626c6f636b5f686173686573 91 05 a6 6d656469756d a3 435055 00")],
+    // Token ids go straight into the record when the hashes came first: a later block_hashes key must neither
+    // overwrite them (its scratch) nor leave the old hashes in the record.
+    ["block_hashes again after token_ids, same count", mapEvent([["type", "BlockStored"], ["block_hashes", [5n, 6n]], ["token_ids", T2], ["block_hashes", [7n, 2n ** 63n + 9n]], ["block_size", BS]])],
+    ["block_hashes again after token_ids, one fewer", mapEvent([["type", "BlockStored"], ["block_hashes", [5n, 6n]], ["token_ids", T2], ["block_hashes", [7n]]])],
+    ["block_hashes again after token_ids, one more", mapEvent([["type", "BlockStored"], ["block_hashes", [5n]], ["token_ids", T], ["block_hashes", [7n, 8n]], ["block_size", BS]])],
+    ["token_ids twice after block_hashes", mapEvent([["type", "BlockStored"], ["block_hashes", [5n, 6n]], ["token_ids", T2], ["token_ids", [...T2].reverse()]])],
+    ["token_ids before block_hashes", mapEvent([["type", "BlockStored"], ["token_ids", T2], ["block_hashes", [5n, 6n]], ["parent_block_hash", 3n]])],
+    ["a dropped event's token ids then a stored one", pack([TS, [st({ 4: BS * 2 }), st({ 1: [9n], 3: T.map((t) => t + 2) })], 0])],
     ["lora_id without lora_name", pack([TS, [st({ 5: 7 })], 0])],
     ["group_idx beyond 2^53", pack([TS, [st({ 8: null, 9: 2n ** 60n })], 0])],
     ["events count beyond the frame", raw("93 cb41d954fc40000000 dd ffffffff 00")],
@@ -215,6 +229,33 @@ describe("in-core decoder state", () => {
     expect(s.decoders).toEqual({ core: 2, host: 0 });
     expect(s.counters.applyErrors).toBe(0);
     expect(index.treeSize("t")).toBe(7);
+  });
+
+  it("should keep token ids read into the record apart from later scratch when the output region is nearly full", async () => {
+    // Output region 128 KiB (eventBytes 1 KiB: input 64 KiB). 213 stored fillers of 8 blocks (608-byte records) and j
+    // one-hash removals (8 bytes each) walk the last event's record across the region's end in 8-byte steps; its
+    // token ids go into its record, then a repeated block_hashes key takes scratch from the top, which must stop
+    // short of those ids (the core declines, the host decodes) rather than overwrite them.
+    const index = await createKvIndex({ maxSlots: 2, capacity: 1 << 14, eventBlocks: 8, eventBytes: 1 << 10 });
+    const { core, host } = await pairOfPreparers({ blockSize: BS }, index);
+    const ids = (k: number): number[] => Array.from({ length: 128 }, (_, i) => (i * 7 + k) % 128);
+    const hashes = (k: number): bigint[] => Array.from({ length: 8 }, (_, i) => BigInt(k * 16 + i + 1));
+    const filler = Array.from({ length: 213 }, (_, k) => pack(["BlockStored", hashes(k), null, ids(k), BS, null, "GPU"]));
+    const last = Buffer.concat([Buffer.from([0x83]), pack("block_hashes"), pack(hashes(900)), pack("token_ids"), pack(ids(5)),
+      pack("block_hashes"), pack(hashes(901))]);
+    const tagged = Buffer.concat([Buffer.from([0x84]), pack("type"), pack("BlockStored"), last.subarray(1)]);
+    let inCore = 0;
+    for (let j = 0; j < 130; j++) {
+      const removals = Array.from({ length: j }, (_, i) => pack(["BlockRemoved", [BigInt(50_000 + i)], "GPU"]));
+      const events = [...filler, ...removals, tagged];
+      const payload = new Uint8Array(Buffer.concat([Buffer.from([0x93]), pack(1_700_000_000.5), Buffer.from([0xdc, events.length >> 8, events.length & 255]),
+        ...events, pack(0)]));
+      const before = core.stats.core;
+      expect(outcome(core, payload), `${j} removals`).toEqual(outcome(host, payload));
+      inCore += core.stats.core - before;
+    }
+    expect(inCore, "most of them decoded in the core").toBeGreaterThan(60);
+    expect(inCore, "the last ones did not fit").toBeLessThan(130);
   });
 
   it("should hand batches larger than the core's input region to the host decoder", async () => {
