@@ -6,7 +6,7 @@
 // with S_FALLBACK, and the TypeScript decoder handles that batch instead; the two give identical results.
 import {
   pos, end, st, cursorReset, fail, peek, arrayLen, mapLen, strLen, readUint, readInt, readFloat, readHash, skip,
-  isArrayCode, isMapCode, isStrCode, isAscii, be64, S_OK, S_FALLBACK, S_CORRUPT,
+  isArrayCode, isMapCode, isStrCode, isAscii, allNil, be64, S_OK, S_FALLBACK, S_CORRUPT,
 } from "./msgpack";
 import {
   eventKey, tagOf, batchKey, mediumOf, isFullAttention, F_SKIP, F_HASHES, F_PARENT, F_TOKENS, F_BLOCK_SIZE, F_LORA_ID,
@@ -245,7 +245,22 @@ function field(f: i32): void {
       if (st == S_OK) fail(S_FALLBACK);
       return;
     }
-    case F_EXTRA_KEYS: { extraKeysAt = pos; skip(); return; }
+    case F_EXTRA_KEYS: {
+      extraKeysAt = 0;
+      if (nil) { pos++; return; }
+      // vLLM sends one nil per block when there are no LoRA, multimodal or salt keys: nothing foreign to look for
+      // later, and the nils are passed eight at a time.
+      if (isArrayCode(peek())) {
+        const at = pos;
+        const n = arrayLen();
+        if (st != S_OK) return;
+        if (allNil(pos, n)) { pos += <usize>n; return; }
+        pos = at;
+      }
+      extraKeysAt = pos;
+      skip();
+      return;
+    }
     case F_GROUP: { if (nil) pos++; else groupIdx = readInt(); return; }
     case F_SPEC_KIND: {
       if (nil) { pos++; notFullAttention = false; return; }

@@ -248,6 +248,14 @@ export function isAscii(p: usize, n: usize): bool {
   return true;
 }
 
+/** True when the `n` bytes at `p` are all msgpack nil (0xc0). */
+export function allNil(p: usize, n: usize): bool {
+  let i: usize = 0;
+  for (; i + 8 <= n; i += 8) if (load<u64>(p + i) != 0xc0c0c0c0c0c0c0c0) return false;
+  for (; i < n; i++) if (load<u8>(p + i) != 0xc0) return false;
+  return true;
+}
+
 /**
  * True when the `n` bytes at `p` equal the `n` bytes at `k` (a constant from memory.data). The last word is read
  * overlapping the one before it rather than byte by byte: map keys are compared for every event.
