@@ -66,6 +66,12 @@ function header(kind: u32, hasParent: bool, count: u32, aux: u32, body: u64): us
   return r + HEADER;
 }
 
+/** Blocks of `bs` tokens one stored-tokens record carries (at least one, however small eventBytes is). */
+function storedPerRecord(bs: u32): i64 {
+  const per = min<i64>((maxBytes - 40) / (8 + 4 * <i64>bs), maxBlocks);
+  return per < 1 ? 1 : per;
+}
+
 /**
  * Where the `nTokens` token ids of a BlockStored event of `n` blocks of `bs` tokens go when they can be read straight
  * into the single record storedTokens would write for it (most events: it then copies only the hashes); 0 when the
@@ -75,9 +81,7 @@ function header(kind: u32, hasParent: bool, count: u32, aux: u32, body: u64): us
  */
 export function tokensInPlace(n: u32, nTokens: u32, bs: u32): usize {
   if (n == 0 || <u64>nTokens != <u64>n * bs) return 0;
-  let per = (maxBytes - 40) / (8 + 4 * <i64>bs);
-  if (per > maxBlocks) per = maxBlocks;
-  if (<i64>n > per) return 0;
+  if (<i64>n > storedPerRecord(bs)) return 0;
   const at = tail + HEADER + 16 + (<usize>n << 3);
   const bytes = (<u64>nTokens + 1) << 2;
   if (<u64>at + bytes > <u64>scratchLow) return 0;
@@ -89,9 +93,7 @@ export function tokensInPlace(n: u32, nTokens: u32, bs: u32): usize {
  * records the core can take, each next one chained to the previous record's last hash.
  */
 export function storedTokens(hasParent: bool, parent: u64, hashes: usize, n: u32, tokens: usize, bs: u32, seed: u64): void {
-  let per = (maxBytes - 40) / (8 + 4 * <i64>bs);
-  if (per > maxBlocks) per = maxBlocks;
-  if (per < 1) per = 1;
+  const per = storedPerRecord(bs);
   let hp = hasParent;
   let p = hasParent ? parent : 0;
   for (let from: u32 = 0; from < n; from += <u32>per) {

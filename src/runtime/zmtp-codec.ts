@@ -249,8 +249,13 @@ export class ZmtpDecoder {
     }
     if (this.#bodyFill < this.#bodySize) return null;
     this.#body = undefined;
-    const command = (this.#flags & FLAG_COMMAND) !== 0;
-    const more = (this.#flags & FLAG_MORE) !== 0;
+    return this.#frame(this.#flags, body);
+  }
+
+  /** A whole frame: the last one of a message starts the next message's limits afresh. */
+  #frame(flags: number, body: Uint8Array): DecodedFrame {
+    const command = (flags & FLAG_COMMAND) !== 0;
+    const more = (flags & FLAG_MORE) !== 0;
     if (!command && !more) {
       this.#messageBytes = 0;
       this.#messageFrames = 0;
@@ -281,18 +286,8 @@ export class ZmtpDecoder {
     if (end > c.length) return undefined;
     this.#check(flags, size);
     const body = c.subarray(o + header, end);
-    this.#buffered -= header + size;
-    if (end === c.length) {
-      this.#chunks.shift();
-      this.#offset = 0;
-    } else this.#offset = end;
-    const command = (flags & FLAG_COMMAND) !== 0;
-    const more = (flags & FLAG_MORE) !== 0;
-    if (!command && !more) {
-      this.#messageBytes = 0;
-      this.#messageFrames = 0;
-    }
-    return { command, more, body };
+    this.#skip(header + size);
+    return this.#frame(flags, body);
   }
 
   /**

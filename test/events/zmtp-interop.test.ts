@@ -27,6 +27,15 @@ function sub(opts: ZmtpOptions = {}) {
   return s;
 }
 
+/** A libzmq publisher and a subscriber to `topic` connected to it. */
+async function pubSub(topic: string, opts: ZmtpOptions = {}): Promise<{ p: Publisher; s: ReturnType<typeof sub> }> {
+  const p = await pub();
+  const s = sub(opts);
+  s.subscribe(topic);
+  s.connect(p.lastEndpoint!);
+  return { p, s };
+}
+
 async function pub(endpoint = "tcp://127.0.0.1:*"): Promise<Publisher> {
   for (let attempt = 0; ; attempt++) {
     const p = new Publisher({ linger: 0, sendHighWaterMark: 1_000_000 });
@@ -86,10 +95,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
     ["a 509-byte read buffer (most frames split across reads)", 509],
     ["a fresh chunk per read", 0],
   ])("should receive every [topic, seq, payload] of its topic exactly, in order, short and long frames, with %s", async (_, readBufferBytes) => {
-    const p = await pub();
-    const s = sub({ readBufferBytes });
-    s.subscribe("kv@pod-a");
-    s.connect(p.lastEndpoint!);
+    const { p, s } = await pubSub("kv@pod-a", { readBufferBytes });
     const r = new Reader(s);
     await r.probe(p, "kv@pod-a");
     const N = 3_000;
@@ -116,10 +122,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
     ["the default shared 4 MiB read buffer", undefined],
     ["a 509-byte read buffer", 509],
   ])("should hand every message to a listener as it is decoded, exactly and in order, with %s", async (_, readBufferBytes) => {
-    const p = await pub();
-    const s = sub({ readBufferBytes });
-    s.subscribe("kv@pod-a");
-    s.connect(p.lastEndpoint!);
+    const { p, s } = await pubSub("kv@pod-a", { readBufferBytes });
     const got: Uint8Array[][] = [];
     let threw = 0, warmed = false;
     const WARM = 2 ** 32;
@@ -154,10 +157,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
   });
 
   it("should hand a listener the messages queued before it, first and in order", async () => {
-    const p = await pub();
-    const s = sub();
-    s.subscribe("t");
-    s.connect(p.lastEndpoint!);
+    const { p, s } = await pubSub("t");
     let seq = 0;
     // Nobody iterates yet: what arrives is queued (as copies).
     while (s.queued.messages < 3) {
@@ -211,10 +211,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
   });
 
   it("should stop reading when its queue is full and lose nothing the publisher kept", async () => {
-    const p = await pub();
-    const s = sub({ receiveHighWaterMark: 16 });
-    s.subscribe("");
-    s.connect(p.lastEndpoint!);
+    const { p, s } = await pubSub("", { receiveHighWaterMark: 16 });
     const r = new Reader(s);
     await r.probe(p, "t");
     const N = 2_000;
@@ -252,10 +249,7 @@ describe("ZMTP SUB ← libzmq PUB", () => {
   });
 
   it("should heartbeat a ZMTP 3.1 libzmq peer, which answers every PING", async () => {
-    const p = await pub();
-    const s = sub({ heartbeatIntervalMs: 5, heartbeatTimeoutMs: 10_000 });
-    s.subscribe("");
-    s.connect(p.lastEndpoint!);
+    const { p, s } = await pubSub("", { heartbeatIntervalMs: 5, heartbeatTimeoutMs: 10_000 });
     await eventually(() => s.counters.pongsReceived >= 3, "three PONGs");
     expect(s.counters).toMatchObject({ connects: 1, disconnects: 0, protocolErrors: 0 });
   });
