@@ -48,7 +48,7 @@ interface Sequence {
 }
 
 function tokenPool(): number[] {
-  const text = readFileSync(new URL("../../shared/data/kv-events/kv_event_base.json", import.meta.url), "utf8");
+  const text = readFileSync(new URL("../test/fixtures/kv-events/kv_event_base.json", import.meta.url), "utf8");
   return (JSON.parse(text) as { token_ids: number[] }).token_ids;
 }
 

