@@ -14,8 +14,8 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { KvIndex } from "../src/core/kv-index.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
-import type { SubSocket, ZmqSockets } from "../src/runtime/zmq-sockets.ts";
-import { ZmqKvEventSubscriber } from "../src/runtime/zmq-subscriber.ts";
+import type { SubSocket, ZmqSockets } from "../src/zmq/zmq-sockets.ts";
+import { ZmqKvEventSubscriber } from "../src/zmq/kv-event-subscriber.ts";
 import { now } from "./harness.ts";
 
 export type ZmqMode = "drain" | "stream" | "sink";

@@ -32,9 +32,10 @@ import { resolvePolicy } from "../src/events/ingest-policy.ts";
 import { KvEventStream } from "../src/events/kv-event-stream.ts";
 import { buildWorkload, type Workload } from "./events-workload.ts";
 import { zmqRuns } from "./events-zmq.ts";
-import { nativeSockets } from "../src/runtime/zmq-native.ts";
-import { engineZmtpSockets } from "../src/runtime/zmtp-sockets.ts";
+import { nativeSockets } from "../src/adapter/node/zmq-native.ts";
+import { engineZmtpSockets } from "../src/zmq/zmtp-sockets.ts";
 import { consume, describe, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement } from "./harness.ts";
+import { nodeTcpDialer } from "../src/adapter/node/tcp-dialer.ts";
 
 interface Args {
   blocksPerBatch: number;
@@ -190,7 +191,7 @@ export async function main(argv: string[]): Promise<void> {
 
   const zmq: Record<string, number[]> = {};
   const messages = args.quick ? 1_500 : 3_000;
-  const zmtp = engineZmtpSockets();
+  const zmtp = engineZmtpSockets(nodeTcpDialer);
   // The two clients alternate per encoding, so a change in the host's load falls on both.
   for (const form of ["array", "map"] as const) {
     zmq[`drain_${form}`] = await zmqRuns(zmtp, "drain", w.payloads[form], st.blockOps, fleet, WORKER, args.zmqRuns, messages, coreDecode);

@@ -167,7 +167,7 @@ export async function main(argv: string[]): Promise<void> {
   const a = parseArgs(argv);
   const procs: Proc[] = [];
   try {
-    const sim = await launch(process.execPath, [join(ROOT, "src/runtime/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--speedup", String(a.speedup),
+    const sim = await launch(process.execPath, [join(ROOT, "src/adapter/node/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--speedup", String(a.speedup),
       "--max-model-len", "20000", "--num-gpu-blocks", "262144", "--max-num-seqs", "512", "--max-num-batched-tokens", "65536"], /serving \S+ at (http:\/\/\S+?)[,\s]/);
     procs.push(sim);
     const gwArgs = ["--port", "0", "--log", "warn", "--worker", `url=${sim.url},id=sim,models=${MODEL},kv_events=false`];
@@ -181,7 +181,7 @@ export async function main(argv: string[]): Promise<void> {
         procs.push(p);
         targets.push({ name: `proxy-${rt}`, url: p.url });
       }
-      const g = await run(rt, "src/runtime/" + rt + ".ts", gwArgs, /kvgate listening on (http:\/\/\S+)/);
+      const g = await run(rt, `src/adapter/${rt}/serve.ts`, gwArgs, /kvgate listening on (http:\/\/\S+)/);
       procs.push(g);
       targets.push({ name: `kvgate-${rt}`, url: g.url });
     }

@@ -19,7 +19,7 @@ if (typeof Bun !== "undefined") {
   listening(Bun.serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1", idleTimeout: 0 }).port);
 } else {
   const { serve } = await import("@hono/node-server");
-  const { createNodeHttpFetch } = await import("../src/runtime/node-http-fetch.ts");
+  const { createNodeHttpFetch } = await import("../src/adapter/node/http-fetch.ts");
   const transport = createNodeHttpFetch();
   const app = new Hono();
   app.all("*", (c) => proxy(upstream + c.req.path, {

@@ -11,11 +11,13 @@ import { loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
 import { createKvIndex } from "../src/core/create-kv-index.ts";
 import type { KvIndex } from "../src/core/kv-index.ts";
-import { ZmqKvEventSubscriber } from "../src/runtime/zmq-subscriber.ts";
-import { loadNativeSockets, type ZmqSockets } from "../src/runtime/zmq-sockets.ts";
-import { zmtpSockets } from "../src/runtime/zmtp-sockets.ts";
+import { ZmqKvEventSubscriber } from "../src/zmq/kv-event-subscriber.ts";
+import type { ZmqSockets } from "../src/zmq/zmq-sockets.ts";
+import { loadNativeSockets } from "../src/adapter/node/zmq-transport.ts";
+import { zmtpSockets } from "../src/zmq/zmtp-sockets.ts";
 import { buildWorkload } from "./events-workload.ts";
 import { now, percentile, writeResults } from "./harness.ts";
+import { nodeTcpDialer } from "../src/adapter/node/tcp-dialer.ts";
 
 type Path = "sink" | "stream";
 
@@ -92,7 +94,7 @@ export async function main(argv: string[]): Promise<void> {
   const bytes = payloads.reduce((s, p) => s + p.length, 0);
   console.log(`kvgate ZMTP vs native zeromq — ${payloads.length} vLLM batches per cycle (${(bytes / 1024).toFixed(0)} KiB, ${w.stats.blockOps} block ops), ` +
     `${cycles} cycles per run, ${runs} runs per round, ${rounds} rounds`);
-  const transports = { native: await loadNativeSockets(), zmtp: zmtpSockets() };
+  const transports = { native: await loadNativeSockets(), zmtp: zmtpSockets(nodeTcpDialer) };
   const index = await createKvIndex({ maxSlots: 8, capacity: 1 << 16 });
   const all: Run[] = [];
   for (let r = 0; r < rounds; r++) {

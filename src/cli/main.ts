@@ -1,4 +1,4 @@
-/** @module kvgate's command dispatcher: pure functions from arguments to output, run by src/runtime/cli.ts. */
+/** @module kvgate's command dispatcher: pure functions from arguments to output, run by src/adapter/node/cli.ts. */
 import { createKvIndex } from "../core/create-kv-index.ts";
 import { serveHelp } from "../gateway/config-load.ts";
 import { HASH_USAGE, runHash } from "./hash-command.ts";
@@ -28,7 +28,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     case "serve":
-      // Serving owns the process (sockets, signals), so src/runtime/cli.ts starts it; only the help is pure.
+      // Serving owns the process (sockets, signals), so src/adapter/node/cli.ts starts it; only the help is pure.
       io.write(serveHelp());
       return rest.some((a) => a === "--help" || a === "-h") ? 0 : 2;
     case undefined:

@@ -3,8 +3,16 @@
  * the exact byte shapes msgspec gives such an event (one uint64 hash, medium "GPU" or none, group_idx or none; array
  * or map form) by comparing against pre-encoded templates; anything else falls through to the general reader.
  */
-import type { EventScratch } from "./event-scratch.ts";
 import type { MsgpackCursor } from "./msgpack-cursor.ts";
+
+/** The fields of a decoded event this reader fills (EventScratch has them; declared here so neither imports the other). */
+export interface RemovedTarget {
+  hashes: Uint32Array;
+  nHashes: number;
+  tag: number;
+  medium: string | null;
+  groupIdx: number;
+}
 
 /** Bytes compared as big-endian 32-bit words, then the tail byte by byte. */
 interface Bytes {
@@ -51,7 +59,7 @@ function matches(v: DataView, buf: Uint8Array, at: number, b: Bytes): boolean {
 }
 
 /** Reads the event at the cursor into `e` if it has one of the common shapes; false (cursor unmoved) otherwise. */
-export function readCommonRemoved(c: MsgpackCursor, e: EventScratch, tag: number): boolean {
+export function readCommonRemoved(c: MsgpackCursor, e: RemovedTarget, tag: number): boolean {
   const buf = c.buf, p = c.pos;
   const t = BY_HEAD[buf[p]!];
   if (t === undefined) return false;

@@ -6,7 +6,8 @@
 import type { Context } from "hono";
 import { KvgateError } from "../core/errors.ts";
 import { servesDisaggregated } from "./disagg-decide.ts";
-import { dispatch, type Dispatched } from "./dispatch.ts";
+import type { Dispatched } from "./dispatch-leg.ts";
+import { dispatch } from "./dispatch.ts";
 import { decisionHeaders, prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readJsonObjectText } from "../core/json-body.ts";

@@ -23,7 +23,7 @@
 import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { decidePrefill, legTargets, type Decision } from "./disagg-decide.ts";
 import { routePrefill, runPrefill, type PrefillOutcome } from "./disagg-prefill.ts";
-import { dispatchLeg, requestLeg, type Budget, type Dispatched } from "./dispatch.ts";
+import { dispatchLeg, requestLeg, type Budget, type Dispatched } from "./dispatch-leg.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 
 /** SGLang's default bootstrap port, for prefill workers configured without bootstrap_port. */

@@ -6,7 +6,7 @@
 import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { queueRejectedError, type RequestHandle, type RouteSignals, type WorkerTarget } from "../routing/index.ts";
 import { excludedOf, type DisaggReason } from "./disagg-decide.ts";
-import type { Dispatched } from "./dispatch.ts";
+import type { Dispatched } from "./dispatch-leg.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readAll, retryableStatus, sendUpstream, UpstreamFailure } from "./upstream.ts";
 

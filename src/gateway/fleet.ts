@@ -1,26 +1,61 @@
 /**
- * @module The gateway's view of its workers: the configured specs the router does not keep (url, discovery,
- * KV-event mode, when each model appeared), kept in step with the router's registry, and the fleet's model list.
+ * @module The gateway's side of the worker list: model discovery, the few settings the router does not keep (KV-event
+ * sockets, bootstrap port), when each model appeared, and the fleet's model list; the router's registry holds the rest.
  */
 import { KvgateError } from "../core/errors.ts";
-import type { Router, WorkerHealth, WorkerRole } from "../routing/index.ts";
+import type { Router, WorkerEntry, WorkerHealth, WorkerRole } from "../routing/index.ts";
 import { defaultWorkerId, type WorkerConfig } from "./config.ts";
 
-export interface FleetWorker {
-  id: string;
-  url: string;
-  models: string[];
-  role: WorkerRole;
-  blockSize: number;
-  dpStart: number;
-  dpSize: number;
-  kvEvents: boolean;
-  totalKvBlocks?: number;
-  maxBatchedTokens?: number;
-  /** kvgate subscribes to the engine's KV-event sockets itself (kv-ingest.ts). */
-  zmq?: { endpoint: string; replayEndpoint?: string; topic?: string };
-  /** SGLang prefill workers' bootstrap server port (disaggregated serving). */
-  bootstrapPort?: number;
+/**
+ * A worker as the gateway sees it: what only the gateway needs (how to reach its KV-event sockets, its SGLang bootstrap
+ * port) beside the router's registry entry, which holds everything else; the getters read that entry, never a copy.
+ */
+export class FleetWorker {
+  constructor(readonly entry: WorkerEntry,
+    /** kvgate subscribes to the engine's KV-event sockets itself (kv-ingest.ts). */
+    readonly zmq: { endpoint: string; replayEndpoint?: string; topic?: string } | undefined,
+    /** SGLang prefill workers' bootstrap server port (disaggregated serving). */
+    readonly bootstrapPort: number | undefined) {}
+
+  get id(): string {
+    return this.entry.id;
+  }
+
+  get url(): string {
+    return this.entry.endpoint;
+  }
+
+  get kvEvents(): boolean {
+    return this.entry.kvEvents;
+  }
+
+  get models(): readonly string[] {
+    return this.entry.models;
+  }
+
+  get role(): WorkerRole {
+    return this.entry.role;
+  }
+
+  get blockSize(): number {
+    return this.entry.blockSize;
+  }
+
+  get totalKvBlocks(): number | undefined {
+    return this.entry.totalKvBlocks;
+  }
+
+  get maxBatchedTokens(): number | undefined {
+    return this.entry.maxBatchedTokens;
+  }
+
+  get dpStart(): number {
+    return this.entry.ranks[0]!.dpRank;
+  }
+
+  get dpSize(): number {
+    return this.entry.ranks.length;
+  }
 }
 
 export interface FleetOptions {
@@ -46,16 +81,12 @@ export class Fleet {
     if (this.#workers.has(id)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${id} is already registered`, { worker: id });
     const models = cfg.models && cfg.models.length > 0 ? cfg.models : await this.#discover(cfg.url);
     const kvEvents = cfg.kvEvents ?? (this.opts.kvEvents === "auto" ? models.every(this.opts.precise) : this.opts.kvEvents === "on");
-    const w: FleetWorker = {
-      id, url: cfg.url, models, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize,
-      dpStart: cfg.dpStart ?? 0, dpSize: cfg.dpSize ?? 1, kvEvents, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
-      zmq: cfg.zmqEndpoint ? { endpoint: cfg.zmqEndpoint, replayEndpoint: cfg.replayEndpoint, topic: cfg.kvTopic } : undefined,
-      bootstrapPort: cfg.bootstrapPort,
-    };
-    this.router.addWorker({
-      id, endpoint: w.url, models, role: w.role, blockSize: w.blockSize, dpStart: w.dpStart, dpSize: w.dpSize, kvEvents,
-      totalKvBlocks: w.totalKvBlocks, maxBatchedTokens: w.maxBatchedTokens,
+    const entry = this.router.addWorker({
+      id, endpoint: cfg.url, models, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize, dpStart: cfg.dpStart ?? 0,
+      dpSize: cfg.dpSize ?? 1, kvEvents, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
     });
+    const w = new FleetWorker(entry, cfg.zmqEndpoint ? { endpoint: cfg.zmqEndpoint, replayEndpoint: cfg.replayEndpoint, topic: cfg.kvTopic } : undefined,
+      cfg.bootstrapPort);
     this.#workers.set(id, w);
     const now = Math.floor(Date.now() / 1000);
     for (const m of models) if (!this.#firstSeen.has(m)) this.#firstSeen.set(m, now);

@@ -5,7 +5,7 @@
 import type { KvIndex } from "../core/kv-index.ts";
 import type { IngestTotals } from "../events/index.ts";
 import type { RouteSignals, RouterSnapshot } from "../routing/index.ts";
-import type { ZmqConnectionCounters } from "./kv-ingest.ts";
+import type { ZmqConnectionCounters } from "../events/kv-event-transport.ts";
 import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
 
 const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];

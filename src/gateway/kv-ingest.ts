@@ -3,7 +3,7 @@
  * ingest policy and one sequence logic — duplicates dropped, a gap without replay clears the rank and marks the
  * worker cold, a sequence number going back is an engine restart. Three transports:
  *  - HTTP, one batch per POST (the sim's HttpPushSink: `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`);
- *  - HTTP, many raw engine messages per POST from `kvgate bridge` (kv-ingest-frames.ts), made idempotent by the
+ *  - HTTP, many raw engine messages per POST from `kvgate bridge` (src/events/kv-frames.ts), made idempotent by the
  *    bridge's (session, post number) so a retried POST is never applied twice;
  *  - ZeroMQ straight from the engine, for workers with a zmq_endpoint, through a transport the runtime adapter
  *    supplies (Node, Bun and Deno; Workers have none and refuse such workers with a clear error).
@@ -14,7 +14,8 @@ import type { KvIndex } from "../core/kv-index.ts";
 import { emptyCounters, KvEventHub, type IngestCounters, type KvEventStream, type KvEventStreamOptions, type StreamNotice } from "../events/index.ts";
 import type { Fleet, FleetWorker } from "./fleet.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
-import type { KvFrame } from "./kv-ingest-frames.ts";
+import type { KvFrame } from "../events/kv-frames.ts";
+import type { KvEventTransport, KvEventTransportFactory, ZmqConnectionCounters } from "../events/kv-event-transport.ts";
 
 export interface IngestInput {
   worker: string;
@@ -53,34 +54,6 @@ export interface FramesResult extends IngestResult {
   /** The stream's last applied sequence number (-1 before any): where a (re)connecting bridge resumes. */
   last_seq: number;
 }
-
-/** Where an engine's ZeroMQ sockets are, as the subscriber needs it. */
-export interface ZmqAttachment extends Omit<KvEventStreamOptions, "dpRank" | "replay"> {
-  endpoint: string;
-  replayEndpoint?: string;
-  dpRanks: readonly number[];
-  topic?: string;
-}
-
-/** Connection counters of a ZeroMQ transport, summed over its sockets. */
-export interface ZmqConnectionCounters {
-  connects: number;
-  disconnects: number;
-  socketErrors: number;
-  protocolErrors: number;
-}
-
-/** A ZeroMQ subscriber over the shared hub (src/runtime/zmq-subscriber.ts satisfies it). */
-export interface KvEventTransport {
-  /** Its sockets' connection counters, for /metrics. */
-  readonly transport?: Readonly<ZmqConnectionCounters>;
-  attach(a: ZmqAttachment): Promise<unknown>;
-  detach(worker: string, opts?: { keepEntries?: boolean }): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** `log` takes the transport's warnings (a peer breaking the protocol, …), one line each. */
-export type KvEventTransportFactory = (hub: KvEventHub, log: (line: string) => void) => Promise<KvEventTransport>;
 
 export interface KvIngestOptions {
   /** Told when a worker's view turns cold or trustworthy again. */

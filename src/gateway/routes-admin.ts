@@ -21,7 +21,7 @@ import { parseWorker } from "./config.ts";
 import type { FleetWorker } from "./fleet.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { readJsonObject } from "../core/json-body.ts";
-import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "./kv-ingest-frames.ts";
+import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "../events/kv-frames.ts";
 
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);

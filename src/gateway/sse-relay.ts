@@ -6,7 +6,8 @@
  * A client that goes away cancels the worker's request and the booking.
  */
 import { KvgateError } from "../core/errors.ts";
-import { dispatch, type Budget, type Dispatched } from "./dispatch.ts";
+import type { Budget, Dispatched } from "./dispatch-leg.ts";
+import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
 import { SseSplitter } from "./sse-splitter.ts";

@@ -1,7 +1,7 @@
 /**
  * @module `kvgate replay`: loads the requests, replays them once per policy on a fresh fleet, prints the comparison
  * table and writes the JSON result and the HTML report. Runtime services come from the host
- * (src/runtime/replay-node.ts on Node), so this module is Web-standard.
+ * (src/adapter/node/replay-host.ts on Node), so this module is Web-standard.
  */
 import { KvgateError } from "../core/errors.ts";
 import { runPolicy, type FleetConfig } from "./policy-run.ts";

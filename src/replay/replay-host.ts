@@ -1,6 +1,6 @@
 /**
  * @module What the replay needs from the runtime it runs on (servers, files, stdio, time), so everything under
- * src/replay/ stays Web-standard. src/runtime/replay-node.ts implements it for Node; tests pass their own.
+ * src/replay/ stays Web-standard. src/adapter/node/replay-host.ts implements it for Node; tests pass their own.
  */
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";

@@ -16,3 +16,4 @@ export type { RandomSource } from "./prng.ts";
 export type * from "./routing-types.ts";
 export { ROUTING_POLICIES, validatePolicy } from "./routing-policy.ts";
 export type { RoutingPolicy } from "./routing-policy.ts";
+export type { WorkerEntry, RankState } from "./worker-registry.ts";

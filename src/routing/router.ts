@@ -8,6 +8,7 @@ import type { Booking } from "./active-sequences.ts";
 import { performanceNow, type NowFn } from "./clock.ts";
 import { createPrng, type RandomSource } from "./prng.ts";
 import type { EngineReport } from "./rank-load.ts";
+import type { WorkerEntry } from "./worker-registry.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
 import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
@@ -90,9 +91,11 @@ export class Router {
 
   // ---- fleet ----------------------------------------------------------------------------------------------------
 
-  addWorker(spec: WorkerSpec): void {
-    this.#core.registry.add(spec);
+  /** Registers the worker; its entry is the one record of it (callers read it, the router alone changes it). */
+  addWorker(spec: WorkerSpec): Readonly<WorkerEntry> {
+    const entry = this.#core.registry.add(spec);
     this.#core.drain();
+    return entry;
   }
 
   setWorkerHealth(id: string, health: WorkerHealth): void {

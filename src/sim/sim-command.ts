@@ -1,6 +1,6 @@
 /**
  * @module `kvgate sim`: parses the command line into engine, server and KV-event options and serves one simulated
- * engine until the host says stop. Serving itself is the host's job (src/runtime/sim-node.ts on Node), so this
+ * engine until the host says stop. Serving itself is the host's job (src/adapter/node/sim-server.ts on Node), so this
  * module stays free of runtime APIs.
  */
 import { KvgateError } from "../core/errors.ts";

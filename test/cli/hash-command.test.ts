@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { runCli } from "../../src/cli/main.ts";
 
-const BIN = fileURLToPath(new URL("../../src/runtime/kvgate.mjs", import.meta.url));
+const BIN = fileURLToPath(new URL("../../src/adapter/node/kvgate.mjs", import.meta.url));
 const run = async (argv: string[], stdin = ""): Promise<{ code: number; out: string }> => {
   let out = "";
   const code = await runCli(argv, { stdin: () => stdin, write: (t) => { out += t; } });

@@ -4,7 +4,7 @@
  * helpers to read SSE and talk to the gateway.
  */
 import { join } from "node:path";
-import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer } from "../../src/adapter/node/sim-server.ts";
 import { realClock } from "../../src/sim/sim-clock.ts";
 import { start, waitForOutput, type Proc } from "./processes.ts";
 import { ROOT } from "./runtimes.ts";
@@ -30,7 +30,7 @@ export interface SimProcess {
 /** A sim in its own Node process at real-time speed (about 6 ms per token), for cancellation and kill tests. */
 export async function simProcess(gateway: string, workerId: string): Promise<SimProcess> {
   const proc = start(process.execPath, [
-    join(ROOT, "src/runtime/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", workerId, "--max-model-len", "8192",
+    join(ROOT, "src/adapter/node/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", workerId, "--max-model-len", "8192",
     "--events-url", `${gateway}/admin/kv-events`, "--events-token", TOKEN, "--events-flush-ms", "5",
   ], { cwd: ROOT });
   const url = (await waitForOutput(proc, /serving \S+ at (http:\/\/\S+?),/))[1]!;

@@ -74,11 +74,11 @@ export async function startGateway(runtime: RuntimeName, env: Record<string, str
   const all = { KVGATE_HOST: "127.0.0.1", KVGATE_PORT: "0", KVGATE_SIM_WORKERS: "0", ...env };
   switch (runtime) {
     case "node":
-      return listening(start(process.execPath, ["--import", "tsx", "src/runtime/node.ts"], { cwd: ROOT, env: all }));
+      return listening(start(process.execPath, ["--import", "tsx", "src/adapter/node/serve.ts"], { cwd: ROOT, env: all }));
     case "bun":
-      return listening(start(join(BIN, "bun"), ["src/runtime/bun.ts"], { cwd: ROOT, env: all }));
+      return listening(start(join(BIN, "bun"), ["src/adapter/bun/serve.ts"], { cwd: ROOT, env: all }));
     case "deno":
-      return listening(start(join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/runtime/deno.ts"], { cwd: ROOT, env: all }));
+      return listening(start(join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/adapter/deno/serve.ts"], { cwd: ROOT, env: all }));
     case "workerd":
       return startWorkerd(env);
   }

@@ -5,7 +5,7 @@
  * mid-stream. The tests share one gateway and run in order; each leaves the fleet as it found it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SimServer } from "../../src/runtime/sim-node.ts";
+import type { SimServer } from "../../src/adapter/node/sim-server.ts";
 import { FILLER_TEXT, simChatTokens } from "../../src/sim/sim-tokenizer.ts";
 import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
 import { admin, allData, longText, metric, MODEL, OTHER_MODEL, post, simFor, simProcess, sseData, TOKEN, type SimProcess } from "./fleet.ts";

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
-import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
-import { engineZmtpSockets } from "../../src/runtime/zmtp-sockets.ts";
+import { ZmqKvEventSubscriber } from "../../src/zmq/kv-event-subscriber.ts";
+import { engineZmtpSockets } from "../../src/zmq/zmtp-sockets.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
+import { nodeTcpDialer } from "../../src/adapter/node/tcp-dialer.ts";
+import { nativeSockets } from "../../src/adapter/node/zmq-native.ts";
 
 const capture = loadCapture();
 
@@ -29,7 +31,7 @@ describe.each([
   beforeAll(async () => {
     index = await createKvIndex({ maxSlots: 8, capacity: 4096 });
     engine = await TestEngine.start({ topic: "kv@pod-0@Qwen/Qwen3-0.6B" });
-    sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: engineZmtpSockets() } : {});
+    sub = new ZmqKvEventSubscriber(index, { sockets: client === "zmtp" ? engineZmtpSockets(nodeTcpDialer) : nativeSockets });
     [stream] = await sub.attach({ worker, endpoint: engine.endpoint, blockSize: 16, topic: "kv@" }) as [KvEventStream];
     expect(sub.clientsOf(worker)).toEqual([client]);
     await engine.subscribed();

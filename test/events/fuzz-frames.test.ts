@@ -4,11 +4,13 @@ import type { KvIndex } from "../../src/core/kv-index.ts";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
 import { KvEventStream, type ReplaySource } from "../../src/events/kv-event-stream.ts";
 import { encodeSeq } from "../../src/events/zmq-frames.ts";
-import { ZmqKvEventSubscriber } from "../../src/runtime/zmq-subscriber.ts";
-import { engineZmtpSockets } from "../../src/runtime/zmtp-sockets.ts";
+import { ZmqKvEventSubscriber } from "../../src/zmq/kv-event-subscriber.ts";
+import { engineZmtpSockets } from "../../src/zmq/zmtp-sockets.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, derivedVectors, hex, liveFrames, loadCapture, pack, until, vllmBatch } from "./helpers.ts";
 import { mutateBytes } from "./random-batches.ts";
 import { TestEngine } from "./zmq-engine.ts";
+import { nodeTcpDialer } from "../../src/adapter/node/tcp-dialer.ts";
+import { nativeSockets } from "../../src/adapter/node/zmq-native.ts";
 
 const capture = loadCapture();
 const T = capture.tokens;
@@ -158,7 +160,7 @@ describe("fuzzed corrupt frames", () => {
     it.each(["zmtp", "zeromq"] as const)("should survive 2,000 corrupt messages on the wire and apply the next valid batch (%s client)", async (client) => {
       const index = await createKvIndex({ maxSlots: 4, capacity: 4096 });
       engine = await TestEngine.start();
-      sub = new ZmqKvEventSubscriber(index, client === "zmtp" ? { sockets: engineZmtpSockets() } : {});
+      sub = new ZmqKvEventSubscriber(index, { sockets: client === "zmtp" ? engineZmtpSockets(nodeTcpDialer) : nativeSockets });
       const [s] = await sub.attach({ worker: "wire", endpoint: engine.endpoint, blockSize: 16 });
       await engine.subscribed();
       await engine.publish(0, vllmBatch([captureStored(capture)], "map"));

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import { KvEventHub } from "../../src/events/kv-event-hub.ts";
 import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
-import { nodeTransport } from "../../src/runtime/zmq-subscriber.ts";
+import { nodeTransport } from "../../src/adapter/node/zmq-transport.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 

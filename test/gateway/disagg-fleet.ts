@@ -2,7 +2,7 @@
  * @module A disaggregated fleet for the gateway tests: a real kvgate listener and simulated prefill and decode engines
  * on loopback HTTP, their KV events pushed to the gateway, and a record of every request kvgate sent a worker.
  */
-import type { SimServer, SimServerOptions } from "../../src/runtime/sim-node.ts";
+import type { SimServer, SimServerOptions } from "../../src/adapter/node/sim-server.ts";
 import { startSim, startTestGateway, type TestGateway } from "./helpers.ts";
 
 export const MODEL = "pd-model";

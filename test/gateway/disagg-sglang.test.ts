@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startSimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 import { start, waitForOutput } from "../conformance/processes.ts";
 import { ROOT } from "../conformance/runtimes.ts";
@@ -126,7 +126,7 @@ describe("SGLang flow through kvgate", () => {
     fleet = await pdFleet(["--disaggregation", "sglang"], { prefill: 0, decode: 1 });
     const f = fleet;
     const proc = start(process.execPath, [
-      join(ROOT, "src/runtime/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", "pp", "--role", "prefill", "--speedup", "50",
+      join(ROOT, "src/adapter/node/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", "pp", "--role", "prefill", "--speedup", "50",
       "--events-url", `${f.gw.url}/admin/kv-events`, "--events-token", TOKEN, "--events-flush-ms", "5",
     ], { cwd: ROOT });
     try {

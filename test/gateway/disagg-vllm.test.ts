@@ -5,7 +5,7 @@
  * worker) visible in /metrics, the prefill-failure fallback, and bookings released on completion and client abort.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startSimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 import { post, sseData } from "./helpers.ts";
 import { MODEL, noBookings, pdFleet, series, until, type PdFleet } from "./disagg-fleet.ts";

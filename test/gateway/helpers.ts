@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { loadGatewayConfig } from "../../src/gateway/config-load.ts";
 import { createGateway, type Gateway, type GatewayHost } from "../../src/gateway/gateway.ts";
-import { startSimServer, type SimServer, type SimServerOptions } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer, type SimServerOptions } from "../../src/adapter/node/sim-server.ts";
 import { realClock } from "../../src/sim/sim-clock.ts";
 
 export const TOKEN = "test-token";

@@ -4,7 +4,7 @@
  */
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SimServer } from "../../src/runtime/sim-node.ts";
+import type { SimServer } from "../../src/adapter/node/sim-server.ts";
 import { FILLER_TEXT } from "../../src/sim/sim-tokenizer.ts";
 import { addWorker, startSim, startTestGateway, type TestGateway } from "./helpers.ts";
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/routing/index.ts";
-import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer } from "../../src/adapter/node/sim-server.ts";
 import { post, startTestGateway, TOKEN, type TestGateway } from "./helpers.ts";
 import { FaultProxy } from "./ops-proxy.ts";
 

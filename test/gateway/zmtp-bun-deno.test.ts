@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer } from "../../src/adapter/node/sim-server.ts";
 import { ROOT } from "../conformance/runtimes.ts";
 import { start, until, waitForOutput, type Proc } from "../conformance/processes.ts";
 import { blockRemoved, captureStored, loadCapture, vllmBatch } from "../events/helpers.ts";
@@ -24,9 +24,9 @@ const BIN = join(ROOT, "node_modules/.bin");
 const capture = loadCapture();
 
 const COMMANDS = {
-  bun: [join(BIN, "bun"), ["src/runtime/bun.ts"]],
+  bun: [join(BIN, "bun"), ["src/adapter/bun/serve.ts"]],
   // The same permissions as the conformance suite: no --allow-ffi.
-  deno: [join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/runtime/deno.ts"]],
+  deno: [join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/adapter/deno/serve.ts"]],
 } as const;
 
 interface Routed {
@@ -115,7 +115,7 @@ describe("kvgate bridge on Bun (pure ZMTP client)", () => {
     sim = await startSimServer({ model: QWEN, workerId: "vllm-0", speedupRatio: 50 });
     gw = await startTestGateway(["--tokenizer", `${QWEN}=${DIR}`, "--worker", `url=${sim.url},id=vllm-0,models=${QWEN},kv_events=http`],
       { readFile: (p) => readFile(p, "utf8") });
-    bridge = start(join(BIN, "bun"), ["src/runtime/cli.ts", "bridge", "--zmq", engine.endpoint, "--replay", engine.replayEndpoint!, "--to", gw.url,
+    bridge = start(join(BIN, "bun"), ["src/adapter/node/cli.ts", "bridge", "--zmq", engine.endpoint, "--replay", engine.replayEndpoint!, "--to", gw.url,
       "--token", TOKEN, "--worker", "vllm-0", "--stats-ms", "0", "--flush-ms", "5"], { cwd: ROOT });
     await waitForOutput(bridge, /resuming after router seq -1/);
     await engine.subscribed();

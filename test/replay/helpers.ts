@@ -7,7 +7,7 @@ import type { PolicyRun } from "../../src/replay/policy-run.ts";
 import type { ReplayHost } from "../../src/replay/replay-host.ts";
 import { REPLAY_POLICIES } from "../../src/replay/replay-policies.ts";
 import { policyResult, type ReplayResults } from "../../src/replay/replay-results.ts";
-import { nodeReplayHost } from "../../src/runtime/replay-node.ts";
+import { nodeReplayHost } from "../../src/adapter/node/replay-host.ts";
 
 /**
  * Three conversations (A, B, C) sharing a two-block system prompt, four turns each, interleaved A1 B1 C1 A2 …, one

@@ -5,7 +5,7 @@ import { runReplayCommand } from "../../src/replay/replay-command.ts";
 import type { ReplayResults } from "../../src/replay/replay-results.ts";
 import { completionBody } from "../../src/replay/completion-client.ts";
 import type { EncodedKvBatch } from "../../src/sim/kv-event-sink.ts";
-import { startThreadFleet } from "../../src/runtime/replay-fleet.ts";
+import { startThreadFleet } from "../../src/adapter/node/replay-fleet.ts";
 import { capturingHost, chatTrace } from "./helpers.ts";
 
 describe("kvgate replay end to end (2 simulated engines, real HTTP through the gateway, streaming)", () => {

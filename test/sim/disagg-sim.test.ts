@@ -5,7 +5,7 @@
  * out when its prefill never comes), and the staging rules on a virtual clock (expiry releases pinned blocks).
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { startSimServer, type SimServer, type SimServerOptions } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer, type SimServerOptions } from "../../src/adapter/node/sim-server.ts";
 import { KvStaging } from "../../src/sim/disagg-staging.ts";
 import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { callbackSink, type EncodedKvBatch } from "../../src/sim/kv-event-sink.ts";

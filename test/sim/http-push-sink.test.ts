@@ -5,7 +5,7 @@ import { HttpPushSink } from "../../src/sim/http-push-sink.ts";
 import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { blockRemoved, blockStored, type KvCacheEvent } from "../../src/sim/kv-events.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
-import { startSimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 
 interface Sent {
   url: string;

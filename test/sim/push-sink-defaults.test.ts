@@ -1,5 +1,5 @@
 import { describe, it, expect, afterAll } from "vitest";
-import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer } from "../../src/adapter/node/sim-server.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 

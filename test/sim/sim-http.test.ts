@@ -1,5 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { startSimServer, type SimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer, type SimServer } from "../../src/adapter/node/sim-server.ts";
 import { FILLER_TEXT, simChatTokens, simEncode } from "../../src/sim/sim-tokenizer.ts";
 
 let sim: SimServer;

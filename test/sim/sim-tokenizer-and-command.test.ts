@@ -2,7 +2,7 @@ import { describe, it, expect } from "vitest";
 import { ApproximateTokenizer } from "../../src/tokenize/approximate-tokenizer.ts";
 import { FILLER_TEXT, fillerToken, renderSimChat, simChatTokens, simCompletionTokens, simDecode, simEncode } from "../../src/sim/sim-tokenizer.ts";
 import { parseSimArgs, runSimCommand, SIM_USAGE } from "../../src/sim/sim-command.ts";
-import { startSimServer } from "../../src/runtime/sim-node.ts";
+import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 
 describe("sim tokenizer", () => {
