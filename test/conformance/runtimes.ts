@@ -1,6 +1,6 @@
 /**
  * @module Starts kvgate as a real process under one runtime, configured only through KVGATE_* variables (the one
- * config channel all four share), and returns its URL. Node, Bun and Deno run the adapters in src/runtime/;
+ * config channel all four share), and returns its URL. Node, Bun and Deno run the adapters in src/adapter/;
  * workerd runs the Worker bundle wrangler builds, under workerd directly (wrangler dev would rebuild and restart
  * the isolate whenever a source file changes, dropping the index mid-test).
  */
@@ -37,7 +37,8 @@ async function startWorkerd(env: Record<string, string>): Promise<RunningGateway
   await new Promise<void>((resolve, reject) => build.child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler build failed:\n${build.output()}`)))));
   const wasm = readdirSync(dir).filter((f) => f.endsWith(".wasm"));
   const port = await freePort();
-  const modules = [`(name = "workerd.js", esModule = embed "workerd.js")`, ...wasm.map((f) => `(name = ${q(f)}, wasm = embed ${q(f)})`)];
+  // wrangler names the bundle after wrangler.toml's main (src/adapter/workerd/worker.ts → worker.js).
+  const modules = [`(name = "worker.js", esModule = embed "worker.js")`, ...wasm.map((f) => `(name = ${q(f)}, wasm = embed ${q(f)})`)];
   const bindings = Object.entries(env).map(([k, v]) => `(name = ${q(k)}, text = ${q(v)})`);
   writeFileSync(join(dir, "kvgate.capnp"), `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (

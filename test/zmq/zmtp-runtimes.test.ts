@@ -12,7 +12,7 @@ import { ROOT } from "../conformance/runtimes.ts";
 import { digest, payload, sizes } from "../events/frame-payloads.ts";
 
 const BIN = join(ROOT, "node_modules/.bin");
-const PROBE = "test/events/zmtp-probe.ts";
+const PROBE = "test/zmq/zmtp-probe.ts";
 const COMMANDS = {
   bun: [join(BIN, "bun"), [PROBE]],
   deno: [join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", PROBE]],
