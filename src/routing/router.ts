@@ -11,13 +11,13 @@ import type { EngineReport } from "./rank-load.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
 import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
-import type { QueueOutcome } from "./admission-queue.ts";
-import { RoutingCore, type Admitted, type Pending } from "./routing-core.ts";
+import { admitRequest } from "./admit-request.ts";
+import { RoutingCore, type Pending } from "./routing-core.ts";
 import type {
   FreeReason, QueueRejection, RouteRequest, RouteSignals, RouterSnapshot, WorkerHealth, WorkerSpec,
 } from "./routing-types.ts";
 import { probePrefill, type PrefillProbe } from "./prefill-probe.ts";
-import { TwoPhase, type PlanClosed, type PlanReservation, type PlanView } from "./two-phase.ts";
+import { TwoPhase, type CommitOutcome, type PlanClosed, type PlanView } from "./two-phase.ts";
 
 export interface FreedInfo {
   bookingId: number;
@@ -53,9 +53,7 @@ export type RouteOutcome =
   | { kind: "queue_rejected"; rejection: QueueRejection }
   | { kind: "query"; signals: RouteSignals };
 
-export type CommitOutcome =
-  | { kind: "committed"; plan: PlanView; signals: RouteSignals }
-  | { kind: "queue_rejected"; rejection: QueueRejection };
+export type { CommitOutcome };
 
 export interface TickReport {
   expiredBookings: number;
@@ -168,7 +166,7 @@ export class Router {
     try {
       validateRequest(req);
       if (req.queryOnly) return this.query(req).then((signals) => ({ kind: "query", signals }));
-      return this.#admit(req, (out): RouteOutcome => (out.kind === "admitted"
+      return admitRequest(this.#core, req, (out): RouteOutcome => (out.kind === "admitted"
         ? this.#routed(out.value.booking, out.value.signals) : { kind: "queue_rejected", rejection: out.rejection }));
     } catch (e) {
       return Promise.reject(e);
@@ -180,57 +178,7 @@ export class Router {
    * until planFirstToken / planEnd or the plan TTL. Throws PLAN_LIMIT (503) when maxOpenPlans plans are open.
    */
   commit(req: RouteRequest, planId: string): Promise<CommitOutcome> {
-    let reservation: PlanReservation | undefined;
-    try {
-      validateRequest(req);
-      if (req.queryOnly) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "a query-only request cannot be committed");
-      const r = (reservation = this.#twoPhase.reserve(planId));
-      return this.#admit(req, (out): CommitOutcome => {
-        if (out.kind !== "admitted") {
-          r.release();
-          return { kind: "queue_rejected", rejection: out.rejection };
-        }
-        const plan = this.#twoPhase.open(r, out.value.booking);
-        this.#observer?.planOpened?.(plan);
-        return { kind: "committed", plan, signals: out.value.signals };
-      }).catch((e: unknown) => {
-        r.release();
-        throw e;
-      });
-    } catch (e) {
-      reservation?.release();
-      return Promise.reject(e);
-    }
-  }
-
-  /** Admission and booking shared by route() and commit(); `settle` turns the outcome into the caller's. */
-  #admit<T>(req: RouteRequest, settle: (out: QueueOutcome<Admitted>) => T): Promise<T> {
-    const p: Pending = { req, startedAt: this.#now(), bindAtBook: true };
-    // Without a session, admission starts synchronously: the booking (or the queue position) is taken before
-    // route() returns, so call order is arrival order.
-    if (req.sessionId === undefined || !this.#core.affinityEnabled) {
-      const first = this.#core.step(p);
-      if (first.kind === "admitted") return Promise.resolve(settle({ kind: "admitted", value: first.value, waitedMs: 0 }));
-      return this.#settled(p, this.#core.park(p), settle);
-    }
-    return this.#withSession(p, settle);
-  }
-
-  async #withSession<T>(p: Pending, settle: (out: QueueOutcome<Admitted>) => T): Promise<T> {
-    await this.#core.enterSession(p, false);
-    return this.#settled(p, this.#core.admit(p), settle);
-  }
-
-  /** Gives up the session claim of a request that was not admitted. */
-  async #settled<T>(p: Pending, admission: Promise<QueueOutcome<Admitted>>, settle: (out: QueueOutcome<Admitted>) => T): Promise<T> {
-    try {
-      const out = await admission;
-      if (out.kind === "rejected") this.#core.leaveSession(p);
-      return settle(out);
-    } catch (e) {
-      this.#core.leaveSession(p);
-      throw e;
-    }
+    return this.#twoPhase.commit(req, planId, (settle) => admitRequest(this.#core, req, settle), (plan) => this.#observer?.planOpened?.(plan));
   }
 
   #routed(b: Booking, signals: RouteSignals): RouteOutcome {

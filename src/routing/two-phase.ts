@@ -6,8 +6,10 @@
 import { KvgateError } from "../core/errors.ts";
 import type { Booking } from "./active-sequences.ts";
 import type { NowFn } from "./clock.ts";
+import type { Settle } from "./admit-request.ts";
 import type { HandleOps } from "./request-handle.ts";
-import type { FreeReason, RouteSignals } from "./routing-types.ts";
+import { validateRequest } from "./request-validation.ts";
+import type { FreeReason, QueueRejection, RouteRequest, RouteSignals } from "./routing-types.ts";
 
 /** prefill: booked, no first token yet; decode: the prompt is computed, only the decode blocks still load the worker. */
 export type PlanState = "prefill" | "decode";
@@ -43,6 +45,10 @@ interface PlanRecord {
   readonly expiresAt: number;
 }
 
+export type CommitOutcome =
+  | { kind: "committed"; plan: PlanView; signals: RouteSignals }
+  | { kind: "queue_rejected"; rejection: QueueRejection };
+
 /** A reserved place under the cap, taken before admission (which may wait in the queue) and given back on failure. */
 export interface PlanReservation {
   readonly id: string;
@@ -65,6 +71,34 @@ export class TwoPhase {
 
   get openPlans(): number {
     return this.#byId.size;
+  }
+
+  /**
+   * Admits and books `req` as route() does (`admit`), then opens its plan under `id`. The place under the cap is
+   * taken first, since admission may wait in the queue, and given back if the request is not admitted.
+   */
+  commit(req: RouteRequest, id: string, admit: <T>(settle: Settle<T>) => Promise<T>, opened?: (plan: PlanView) => void): Promise<CommitOutcome> {
+    let reservation: PlanReservation | undefined;
+    try {
+      validateRequest(req);
+      if (req.queryOnly) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "a query-only request cannot be committed");
+      const r = (reservation = this.reserve(id));
+      return admit((out): CommitOutcome => {
+        if (out.kind !== "admitted") {
+          r.release();
+          return { kind: "queue_rejected", rejection: out.rejection };
+        }
+        const plan = this.open(r, out.value.booking);
+        opened?.(plan);
+        return { kind: "committed", plan, signals: out.value.signals };
+      }).catch((e: unknown) => {
+        r.release();
+        throw e;
+      });
+    } catch (e) {
+      reservation?.release();
+      return Promise.reject(e);
+    }
   }
 
   /** Takes a place for a commit; throws PLAN_LIMIT past the cap, BAD_ARGUMENT for an id already in use. */
