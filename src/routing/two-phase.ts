@@ -147,6 +147,7 @@ export class TwoPhase {
 
   /** Frees plans whose TTL passed. Nothing to do, and nothing allocated, while no plan is open or due. */
   expire(now: number): number {
+    if (this.#byId.size === 0) return 0;
     let n = 0;
     for (const r of this.#byId.values()) {
       if (now < r.expiresAt) break;
