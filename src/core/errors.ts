@@ -14,11 +14,11 @@ export type ErrorCode =
   | "KVGATE_ERR_NO_WORKERS"
   | "KVGATE_ERR_ALL_WORKERS_BUSY"
   | "KVGATE_ERR_QUEUE_REJECTED"
-  | "KVGATE_ERR_PLAN_MISMATCH"
+  | "KVGATE_ERR_PLAN_NOT_FOUND"
+  | "KVGATE_ERR_PLAN_LIMIT"
   | "KVGATE_ERR_SESSION_CONFLICT"
   | "KVGATE_ERR_SESSION_LIMIT"
   | "KVGATE_ERR_CANCELLED"
-  | "KVGATE_ERR_DEADLINE_EXCEEDED"
   | "KVGATE_ERR_TOKENIZER"
   | "KVGATE_ERR_UNKNOWN_MODEL"
   | "KVGATE_ERR_ENGINE_BUSY"
@@ -43,11 +43,13 @@ const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_NO_WORKERS: 503,
   KVGATE_ERR_ALL_WORKERS_BUSY: 503,
   KVGATE_ERR_QUEUE_REJECTED: 429,
-  KVGATE_ERR_PLAN_MISMATCH: 409,
+  // Two-phase routing: no open plan with this id (never made, already completed or cancelled, or expired).
+  KVGATE_ERR_PLAN_NOT_FOUND: 404,
+  // Two-phase routing: the cap on open plans is reached (bounded memory); the proxy should report or cancel plans.
+  KVGATE_ERR_PLAN_LIMIT: 503,
   KVGATE_ERR_SESSION_CONFLICT: 409,
   KVGATE_ERR_SESSION_LIMIT: 503,
   KVGATE_ERR_CANCELLED: 499,
-  KVGATE_ERR_DEADLINE_EXCEEDED: 504,
   // kvgate itself could not load or run a model's tokenizer or chat template; the request may still be
   // servable (the engine tokenizes on its own), so callers may fall back to approximate routing.
   KVGATE_ERR_TOKENIZER: 503,

@@ -7,6 +7,7 @@ import { bodyLimit } from "./body-limit.ts";
 import { completionHandler } from "./completion-handler.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { notFoundResponse, toErrorResponse } from "./http-errors.ts";
+import { routePlanRoutes } from "./route-plans.ts";
 import { routePreviewHandler } from "./route-preview.ts";
 import { adminRoutes } from "./routes-admin.ts";
 
@@ -53,6 +54,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   app.post("/v1/chat/completions", limit, completionHandler(gw, "chat"));
   app.post("/v1/completions", limit, completionHandler(gw, "completions"));
   app.post("/v1/route", limit, routePreviewHandler(gw));
+  app.route("/v1/route", routePlanRoutes(gw));
   app.route("/admin", adminRoutes(gw));
   return app;
 }

@@ -59,6 +59,8 @@ export interface RouterOptions {
   sessionTtlMs: number;
   approxTtlMs: number;
   staleBookingMs: number;
+  planTtlMs: number;
+  maxOpenPlans: number;
   seed: number;
 }
 
@@ -66,6 +68,8 @@ export interface GatewayConfig {
   host: string;
   port: number;
   adminToken: string;
+  /** Bearer token for two-phase commit and plan reports; empty: none. */
+  routeToken: string;
   maxBodyBytes: number;
   tickMs: number;
   log: "info" | "warn" | "off";

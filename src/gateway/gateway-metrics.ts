@@ -4,7 +4,7 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import type { IngestTotals } from "../events/index.ts";
-import type { RouteSignals, RouterSnapshot } from "../routing/index.ts";
+import type { FreeReason, RouteSignals, RouterSnapshot } from "../routing/index.ts";
 import type { ZmqConnectionCounters } from "../events/kv-event-transport.ts";
 import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
 
@@ -20,6 +20,10 @@ const EVENT_STATUS = {
 } as const;
 /** ZeroMQ transport counters → the event label of kvgate_zmq_connection_events_total. */
 const ZMQ_EVENTS = { connects: "connect", disconnects: "disconnect", socketErrors: "socket_error", protocolErrors: "protocol_error" } as const;
+/** Why a two-phase plan closed → the outcome label of kvgate_route_plans_closed_total (stale expiry counts as expired). */
+const PLAN_OUTCOMES: Record<FreeReason, string> = {
+  finished: "completed", cancelled: "cancelled", plan_expired: "expired", expired: "expired", worker_removed: "worker_removed", failed: "failed",
+};
 /** Ingest counters rendered per event type. */
 const EVENT_TYPES = { storedEvents: "stored", removedEvents: "removed", clearedEvents: "cleared" } as const;
 
@@ -54,6 +58,9 @@ export class GatewayMetrics {
   readonly cancellations = this.registry.counter("kvgate_client_cancellations_total", "Requests the client abandoned before the end");
   readonly tokenized = this.registry.counter("kvgate_tokenized_requests_total", "Requests tokenized, by mode (precise or approximate)");
   readonly disaggPrefill = this.registry.counter("kvgate_disagg_prefill_total", "Disaggregated dispatches by flow and where the prompt was prefilled: remote (prefill worker) or local (on the decode worker), with the reason");
+  readonly plansOpened = this.registry.counter("kvgate_route_plans_opened_total", "Two-phase plans opened (POST /v1/route with commit)");
+  readonly plansClosed = this.registry.counter("kvgate_route_plans_closed_total", "Two-phase plans closed, by outcome: completed, cancelled, expired (TTL or stale booking), worker_removed");
+  readonly plansOpen = this.registry.gauge("kvgate_route_plans_open", "Two-phase plans open (booked, not yet completed, cancelled or expired)");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 
   constructor() {
@@ -61,6 +68,16 @@ export class GatewayMetrics {
     for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
     for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
     this.cancellations.inc(undefined, 0);
+    this.plansOpened.inc(undefined, 0);
+    for (const o of ["completed", "cancelled", "expired", "worker_removed"]) this.plansClosed.inc({ outcome: o }, 0);
+  }
+
+  planOpened(): void {
+    this.plansOpened.inc();
+  }
+
+  planClosed(reason: FreeReason): void {
+    this.plansClosed.inc({ outcome: PLAN_OUTCOMES[reason] });
   }
 
   routed(s: RouteSignals, tokenizeMs: number): void {
@@ -113,6 +130,7 @@ export class GatewayMetrics {
     this.kvStreams.set({ state: "cold" }, ingest.coldStreams);
     this.queueDepth.set(undefined, snap.queueDepth);
     this.activeRequests.set(undefined, snap.liveBookings);
+    this.plansOpen.set(undefined, snap.openPlans);
     for (const g of [this.workerBlocks, this.workerPrefill, this.workerRequests, this.workerHealthy]) g.reset();
     for (const r of snap.ranks) {
       const l = { worker: r.worker, dp_rank: r.dpRank };

@@ -69,9 +69,12 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     approxTtlMs: r.approxTtlMs,
   });
   const ops = config.ops;
+  const metrics = new GatewayMetrics();
   // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
   let health: WorkerHealthMonitor | undefined;
-  const router = new Router({ index, now, fineNow, observer: { booked: (b) => health?.booked(b.worker) } }, {
+  const router = new Router({ index, now, fineNow, observer: {
+    booked: (b) => health?.booked(b.worker), planOpened: () => metrics.planOpened(), planClosed: (p) => metrics.planClosed(p.reason),
+  } }, {
     policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
     busy: {
@@ -79,14 +82,13 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
     sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs,
-    staleBookingMs: r.staleBookingMs, seed: r.seed,
+    staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });
   const precise = Object.keys(config.tokenizers);
   const registry = createTokenizerRegistry({
     mode: precise.length > 0 ? "precise" : "approximate", blockSizeHint: config.blockSize, models: config.tokenizers,
     readText: createTextLoader({ readFile: host.readFile, fetch: fetchFn }), maxLoaded: config.tokenizerMaxLoaded, unknownModel: "approximate",
   });
-  const metrics = new GatewayMetrics();
   // One warning per model and minute: a tokenizer that cannot load would otherwise log on every request.
   const warned = new Map<string, number>();
   const tokenizers = new PromptTokenizerPool(registry, fineNow, config.blockSize, (model, e) => {

@@ -1,14 +1,18 @@
 /**
  * @module POST /v1/route: the decision kvgate would take for a chat or completions body, and its signals, without
  * booking or dispatching anything. An external gateway can use it as an endpoint picker: the chosen worker's
- * host:port is also in `x-gateway-destination-endpoint`, the header Gateway API inference extensions read.
+ * host:port is also in `x-gateway-destination-endpoint`, the header Gateway API inference extensions read. With
+ * `"commit": true` the decision is booked as kvgate's own dispatch would book it and named by a plan id, on which
+ * the proxy then reports (route-plans.ts).
  */
 import type { Context } from "hono";
-import type { RouteSignals } from "../routing/index.ts";
+import { KvgateError } from "../core/errors.ts";
+import { queueRejectedError, type RouteSignals } from "../routing/index.ts";
 import { servesDisaggregated } from "./disagg-decide.ts";
 import { prepareExchange } from "./exchange.ts";
-import type { GatewayState } from "./gateway-state.ts";
+import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readJsonObjectText } from "../core/json-body.ts";
+import { newPlanId, routeTokenGuard } from "./route-plans.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
 export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string, unknown> {
@@ -34,9 +38,41 @@ export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string,
   };
 }
 
+function commitOf(raw: Record<string, unknown>): boolean {
+  const v = raw.commit;
+  if (v === undefined || v === null) return false;
+  if (typeof v !== "boolean") throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "commit must be a boolean", { param: "commit" });
+  return v;
+}
+
+/** Books the decision under a new plan id; the answer adds plan_id and expires_in_ms to the preview fields. */
+async function commit(gw: GatewayState, ex: Exchange): Promise<{ body: Record<string, unknown>; signals: RouteSignals }> {
+  if (ex.ext.queryOnly) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "commit and kvgate.query_only exclude each other", { param: "commit" });
+  if (servesDisaggregated(gw, ex.model)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `model ${ex.model} is served disaggregated (prefill and decode workers); commit books one worker and cannot plan both legs`, { param: "commit" });
+  }
+  const out = await gw.router.commit({
+    requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, signal: ex.signal, exclude: ex.ext.exclude,
+    overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target,
+  }, newPlanId());
+  if (out.kind === "queue_rejected") throw queueRejectedError(out.rejection);
+  // One prediction per booked request, as kvgate's own dispatch records it.
+  gw.metrics.routed(out.signals, ex.tokenizeMs);
+  const plan = out.plan;
+  return { body: { ...previewBody(out.signals, ex.tokenizeMs), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) }, signals: out.signals };
+}
+
 export function routePreviewHandler(gw: GatewayState) {
+  const guard = routeTokenGuard(gw);
   return async function routePreview(c: Context): Promise<Response> {
     const { value: raw, text } = await readJsonObjectText(c.req.raw);
+    if (commitOf(raw)) {
+      // The token (when configured) guards what changes kvgate's accounting, not the read-only preview.
+      await guard(c, async () => {});
+      const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw, text);
+      const { body, signals } = await commit(gw, ex);
+      return c.json(body, 200, { "x-gateway-destination-endpoint": new URL(signals.endpoint).host });
+    }
     const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw, text);
     // A disaggregated model is previewed on its decode pool (where the client's stream would come from).
     const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;

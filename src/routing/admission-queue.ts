@@ -26,15 +26,12 @@ export interface EnqueueMeta {
   priority: number;
   uncachedTokens: number;
   signal?: AbortSignal;
-  /** Absolute time (injected clock) after which the entry fails with DEADLINE_EXCEEDED (a plan's cleanup budget). */
-  deadline?: number;
 }
 
 interface Entry<P, R> {
   readonly seq: number;
   readonly key: number;
   readonly enqueuedAt: number;
-  readonly deadline: number;
   readonly payload: P;
   live: boolean;
   resolve(o: QueueOutcome<R>): void;
@@ -68,7 +65,7 @@ export class AdmissionQueue<P, R> {
       const entry: Entry<P, R> = {
         seq: this.#seq++,
         key: queueKey(o.policy, { arrivalSec: (now - this.#epoch) / 1000, priority: meta.priority, uncachedTokens: meta.uncachedTokens }),
-        enqueuedAt: now, deadline: meta.deadline ?? Infinity, payload, live: true, resolve, reject, detach: () => {},
+        enqueuedAt: now, payload, live: true, resolve, reject, detach: () => {},
       };
       const signal = meta.signal;
       if (signal) {
@@ -104,17 +101,13 @@ export class AdmissionQueue<P, R> {
     }
   }
 
-  /** Rejects entries past the wait limit (429 outcome) or their deadline (error); returns how many left. */
+  /** Rejects entries past the wait limit (429 outcome); returns how many left. */
   expire(): number {
     const now = this.now(), o = this.options;
     let n = 0;
     for (const e of this.#heap) {
       if (!e.live) continue;
-      if (now >= e.deadline) {
-        this.#kill(e);
-        e.reject(new KvgateError("KVGATE_ERR_DEADLINE_EXCEEDED", "cleanup deadline passed while waiting in the router queue"));
-        n++;
-      } else if (now - e.enqueuedAt >= o.maxWaitMs) {
+      if (now - e.enqueuedAt >= o.maxWaitMs) {
         this.#kill(e);
         e.resolve({ kind: "rejected", rejection: { limit: "wait", current: now - e.enqueuedAt, max: o.maxWaitMs, retryAfterMs: o.retryAfterMs } });
         n++;

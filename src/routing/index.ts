@@ -1,9 +1,9 @@
 /** @module The routing engine's public surface, in one import for the gateway. */
 export { Router, isQueueRejected, queueRejectedError } from "./router.ts";
-export type { RouteOutcome, RouterDeps, RouterObserver, FreedInfo, TickReport } from "./router.ts";
+export type { CommitOutcome, RouteOutcome, RouterDeps, RouterObserver, FreedInfo, TickReport } from "./router.ts";
 export { RequestHandle } from "./request-handle.ts";
-export { RoutePlan } from "./two-phase.ts";
-export type { RoutePreview, CleanupBudget, PlanOutcome, PlanState, PrefillProbe } from "./two-phase.ts";
+export type { PlanClosed, PlanState, PlanView } from "./two-phase.ts";
+export type { PrefillProbe } from "./prefill-probe.ts";
 export { parseRoutingExtension, sessionIdFrom } from "./request-extension.ts";
 export type { RoutingExtension } from "./request-extension.ts";
 export { DEFAULT_CONFIG, DEFAULT_MAX_BATCHED_TOKENS, resolveConfig } from "./router-config.ts";

@@ -48,8 +48,10 @@ export interface RouterConfig {
   sessionTtlMs: number;
   sessionMaxEntries: number;
   sessionMaxIdBytes: number;
-  /** Deadline shared by preview → plan → dispatch; an undispatched plan is released when it passes. */
-  cleanupTimeoutMs: number;
+  /** Lifetime of a two-phase plan from its commit: one not completed or cancelled by then is freed. */
+  planTtlMs: number;
+  /** Two-phase plans open at once (commits still being admitted included); more are refused (503). */
+  maxOpenPlans: number;
   /** TTL of blocks recorded for approximate-mode workers. */
   approxTtlMs: number;
   /** Seed of the default random source (ignored when one is injected). */
@@ -79,7 +81,8 @@ export const DEFAULT_CONFIG: RouterConfig = {
   sessionTtlMs: 300_000,
   sessionMaxEntries: 65_536,
   sessionMaxIdBytes: 256,
-  cleanupTimeoutMs: 120_000,
+  planTtlMs: 300_000,
+  maxOpenPlans: 4096,
   approxTtlMs: 120_000,
   seed: 0x6b76_6761,
 };
@@ -111,9 +114,10 @@ export function resolveConfig(input: RouterConfigInput = {}): RouterConfig {
   if (!["hard", "soft"].includes(c.affinityMode)) bad(`unknown affinity mode ${String(c.affinityMode)}`);
   if (!Number.isInteger(c.queueMaxLength) || c.queueMaxLength < 0) bad("queueMaxLength must be a non-negative integer");
   for (const k of ["queueMaxWaitMs", "retryAfterMs", "staleCheckEveryMs", "sessionTtlMs"] as const) nonNegative(k, c[k]);
-  for (const k of ["staleBookingMs", "cleanupTimeoutMs", "approxTtlMs"] as const) {
+  for (const k of ["staleBookingMs", "planTtlMs", "approxTtlMs"] as const) {
     if (!(c[k] > 0)) bad(`${k} must be > 0, got ${c[k]}`);
   }
+  if (!Number.isInteger(c.maxOpenPlans) || c.maxOpenPlans < 0) bad("maxOpenPlans must be a non-negative integer");
   if (!Number.isInteger(c.sessionMaxEntries) || c.sessionMaxEntries < 1) bad("sessionMaxEntries must be a positive integer");
   if (!Number.isInteger(c.sessionMaxIdBytes) || c.sessionMaxIdBytes < 1) bad("sessionMaxIdBytes must be a positive integer");
   if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(c.sessionHeader)) bad(`sessionHeader must be a lower-case header name, got ${c.sessionHeader}`);

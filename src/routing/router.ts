@@ -1,5 +1,5 @@
 /**
- * @module The routing engine's public face for the gateway: fleet changes, route / query / two-phase routing, request
+ * @module The routing engine's public face for the gateway: fleet changes, route / query / two-phase commit, request
  * lifecycle (first token, end) and housekeeping. Transport-free; time and randomness are injected.
  */
 import { KvgateError } from "../core/errors.ts";
@@ -12,12 +12,13 @@ import type { WorkerEntry } from "./worker-registry.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
 import { resolveConfig, validateBusy, type BusyThresholds, type RouterConfig, type RouterConfigInput } from "./router-config.ts";
-import type { QueueOutcome } from "./admission-queue.ts";
-import { RoutingCore, type Admitted, type Pending } from "./routing-core.ts";
+import { admitRequest } from "./admit-request.ts";
+import { RoutingCore, type Pending } from "./routing-core.ts";
 import type {
   FreeReason, QueueRejection, RouteRequest, RouteSignals, RouterSnapshot, WorkerHealth, WorkerSpec,
 } from "./routing-types.ts";
-import { TwoPhase, type PlanOutcome, type PrefillProbe, type RoutePlan, type RoutePreview } from "./two-phase.ts";
+import { probePrefill, type PrefillProbe } from "./prefill-probe.ts";
+import { TwoPhase, type CommitOutcome, type PlanClosed, type PlanView } from "./two-phase.ts";
 
 export interface FreedInfo {
   bookingId: number;
@@ -32,6 +33,9 @@ export interface RouterObserver {
   routed?(signals: RouteSignals): void;
   booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number }): void;
   freed?(info: FreedInfo): void;
+  /** A two-phase plan opened (commit) or closed (complete, cancel, TTL, or its booking freed otherwise). */
+  planOpened?(plan: PlanView): void;
+  planClosed?(info: PlanClosed): void;
 }
 
 export interface RouterDeps {
@@ -49,6 +53,8 @@ export type RouteOutcome =
   | { kind: "routed"; signals: RouteSignals; handle: RequestHandle }
   | { kind: "queue_rejected"; rejection: QueueRejection }
   | { kind: "query"; signals: RouteSignals };
+
+export type { CommitOutcome };
 
 export interface TickReport {
   expiredBookings: number;
@@ -86,7 +92,9 @@ export class Router {
       },
       free: (b, reason) => this.#core.sequences.free(b, reason),
     };
-    this.#twoPhase = new TwoPhase(this.#core, this.#ops);
+    this.#twoPhase = new TwoPhase(deps.now, this.#ops, {
+      ttlMs: this.config.planTtlMs, maxOpen: this.config.maxOpenPlans, onClosed: (info) => this.#observer?.planClosed?.(info),
+    });
   }
 
   // ---- fleet ----------------------------------------------------------------------------------------------------
@@ -161,37 +169,19 @@ export class Router {
     try {
       validateRequest(req);
       if (req.queryOnly) return this.query(req).then((signals) => ({ kind: "query", signals }));
-      const p: Pending = { req, startedAt: this.#now(), bindAtBook: true };
-      // Without a session, admission starts synchronously: the booking (or the queue position) is taken before
-      // route() returns, so call order is arrival order.
-      if (req.sessionId === undefined || !this.#core.affinityEnabled) {
-        const first = this.#core.step(p);
-        if (first.kind === "admitted") return Promise.resolve(this.#routed(first.value.booking, first.value.signals));
-        return this.#admitted(p, this.#core.park(p));
-      }
-      return this.#routeWithSession(p);
+      return admitRequest(this.#core, req, (out): RouteOutcome => (out.kind === "admitted"
+        ? this.#routed(out.value.booking, out.value.signals) : { kind: "queue_rejected", rejection: out.rejection }));
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
-  async #routeWithSession(p: Pending): Promise<RouteOutcome> {
-    await this.#core.enterSession(p, false);
-    return this.#admitted(p, this.#core.admit(p));
-  }
-
-  async #admitted(p: Pending, admission: Promise<QueueOutcome<Admitted>>): Promise<RouteOutcome> {
-    try {
-      const out = await admission;
-      if (out.kind === "rejected") {
-        this.#core.leaveSession(p);
-        return { kind: "queue_rejected", rejection: out.rejection };
-      }
-      return this.#routed(out.value.booking, out.value.signals);
-    } catch (e) {
-      this.#core.leaveSession(p);
-      throw e;
-    }
+  /**
+   * route() for a proxy that sends the request itself: the same admission and booking, held as a plan under `planId`
+   * until planFirstToken / planEnd or the plan TTL. Throws PLAN_LIMIT (503) when maxOpenPlans plans are open.
+   */
+  commit(req: RouteRequest, planId: string): Promise<CommitOutcome> {
+    return this.#twoPhase.commit(req, planId, (settle) => admitRequest(this.#core, req, settle), (plan) => this.#observer?.planOpened?.(plan));
   }
 
   #routed(b: Booking, signals: RouteSignals): RouteOutcome {
@@ -206,25 +196,24 @@ export class Router {
     return this.#core.selectOnly(p).signals;
   }
 
-  preview(req: RouteRequest): Promise<RoutePreview> {
-    return this.#twoPhase.preview(req);
+  /** An open plan by id, or undefined (unknown, ended or expired). */
+  planOf(planId: string): PlanView | undefined {
+    return this.#twoPhase.get(planId);
   }
 
-  plan(req: RouteRequest, preview: RoutePreview): Promise<PlanOutcome> {
-    return this.#twoPhase.plan(req, preview);
+  /** The proxy saw the plan's first token: its prefill stops loading the worker. Idempotent; PLAN_NOT_FOUND (404) when not open. */
+  planFirstToken(planId: string): PlanView {
+    return this.#twoPhase.firstToken(planId);
   }
 
-  dispatch(req: RouteRequest, plan: RoutePlan): RequestHandle {
-    return this.#twoPhase.dispatch(req, plan);
-  }
-
-  cancelPlan(plan: RoutePlan): boolean {
-    return this.#twoPhase.cancel(plan);
+  /** The proxy's request ended (finished) or was abandoned (cancelled): frees the booking and closes the plan. */
+  planEnd(planId: string, reason: "finished" | "cancelled"): PlanView {
+    return this.#twoPhase.end(planId, reason);
   }
 
   /** Is the prefill pool busy above `threshold` (fraction of max batched tokens) for this request? Advisory only. */
   prefillBusy(req: RouteRequest, threshold: number): Promise<PrefillProbe> {
-    return this.#twoPhase.prefillBusy(req, threshold);
+    return probePrefill(this.#core, req, threshold);
   }
 
   // ---- lifecycle by request id (for callers that keep ids rather than handles) ----------------------------------
@@ -247,7 +236,7 @@ export class Router {
   // ---- housekeeping and signals ---------------------------------------------------------------------------------
 
   /**
-   * Periodic work the gateway schedules (every 100 ms – 1 s): stale bookings, plan deadlines, queue wait limits,
+   * Periodic work the gateway schedules (every 100 ms – 1 s): stale bookings, plan TTLs, queue wait limits,
    * idle sessions, approximate-mode TTLs, then a queue drain. Nothing here depends on when it runs, only on now().
    */
   tick(): TickReport {
@@ -299,7 +288,7 @@ export class Router {
   }
 }
 
-export function isQueueRejected(o: RouteOutcome | PlanOutcome): o is { kind: "queue_rejected"; rejection: QueueRejection } {
+export function isQueueRejected(o: RouteOutcome | CommitOutcome): o is { kind: "queue_rejected"; rejection: QueueRejection } {
   return o.kind === "queue_rejected";
 }
 

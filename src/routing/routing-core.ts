@@ -1,5 +1,5 @@
 /**
- * @module The shared machinery behind every routing entry point (route, query, preview/plan, probe): session claims,
+ * @module The shared machinery behind every routing entry point (route, query, commit, probe): session claims,
  * candidate resolution with pins and busy filtering, admission (now or via the queue), selection plus booking, signals.
  */
 import { KvgateError } from "../core/errors.ts";
@@ -34,12 +34,8 @@ export interface Pending {
   /** Injected-clock time the request entered the router (queue and session waits are measured from here). */
   startedAt: number;
   session?: SessionState;
-  /** plan(): the rank the preview chose; admission re-selects pinned to it. */
-  planned?: AffinityTarget;
-  /** route() binds a first session request at booking; plan() waits for dispatch. */
+  /** Booking paths bind a first session request at booking; query-only paths never bind. */
   bindAtBook: boolean;
-  /** Absolute deadline (plan cleanup budget) for waiting in the queue. */
-  deadline?: number;
 }
 
 export interface Admitted {
@@ -148,15 +144,7 @@ export class RoutingCore {
           `target ${pinned.worker.id}/${pinned.dpRank} disagrees with session binding ${bound.worker}/${bound.dpRank}`);
       }
     }
-    if (p.planned) {
-      const planned = this.rankOf(p.planned);
-      if (pinned && pinned !== planned) throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", "explicit target disagrees with the previewed worker");
-      if (!planned || !this.usable(p.planned, req)) {
-        throw new KvgateError("KVGATE_ERR_NO_WORKERS", `previewed worker ${p.planned.worker}/${p.planned.dpRank} is no longer available`);
-      }
-      pinned = planned;
-      via = "plan";
-    } else if (!pinned && bound && this.config.affinityMode === "hard") {
+    if (!pinned && bound && this.config.affinityMode === "hard") {
       if (!this.usable(bound, req)) throw new KvgateError("KVGATE_ERR_NO_WORKERS", `session worker ${bound.worker} is unavailable`);
       pinned = this.rankOf(bound);
       via = "session";
@@ -204,7 +192,7 @@ export class RoutingCore {
   /** Queues a request that step() found blocked. */
   park(p: Pending): Promise<QueueOutcome<Admitted>> {
     return this.queue.enqueue(p, {
-      priority: p.req.priority ?? 0, uncachedTokens: this.#uncachedEstimate(p), signal: p.req.signal, deadline: p.deadline,
+      priority: p.req.priority ?? 0, uncachedTokens: this.#uncachedEstimate(p), signal: p.req.signal,
     });
   }
 
@@ -224,7 +212,7 @@ export class RoutingCore {
     };
   }
 
-  /** Selection without booking (query-only, preview, probe). */
+  /** Selection without booking (query-only, probe). */
   selectOnly(p: Pending, r: Resolved = this.resolve(p)): { selection: Selection; signals: RouteSignals } {
     const selection = this.selector.select(p.req, { ...this.#scoreParams(p.req), candidates: r.candidates, pinned: r.pinned, willBook: false });
     return { selection, signals: this.signals(p, selection, r.via) };

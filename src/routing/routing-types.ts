@@ -45,7 +45,7 @@ export interface WorkerTarget {
 }
 
 export interface RouteRequest {
-  /** Unique among live bookings; plan() checks it against the preview's. */
+  /** Unique among live bookings. */
   requestId: string;
   /** Prompt token ids; a Uint32Array avoids a copy loop (about 2× faster hashing path). */
   tokens: ArrayLike<number>;
@@ -100,7 +100,7 @@ export interface RouteSignals {
   totalKvBlocks?: number;
   cost: number;
   /** How the worker was chosen. */
-  via: "scored" | "target" | "session" | "plan";
+  via: "scored" | "target" | "session";
   queueDepth: number;
   timings: RouteTimings;
 }

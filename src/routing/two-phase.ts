@@ -1,231 +1,174 @@
 /**
- * @module Two-phase routing: preview a decision without admission, plan it (book the previewed worker), dispatch the
- * plan — one cleanup deadline across all three, and cancelling releases whatever was booked. Plus the prefill busy probe.
+ * @module Two-phase routing for a proxy that sends the request itself: commit books a worker now under a plan id, and
+ * the proxy later reports the first token, completion or cancellation on that id. A plan left unreported past its TTL
+ * is freed, so a proxy that loses track of a request cannot leak load; open plans are capped.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { Booking } from "./active-sequences.ts";
-import { saturated } from "./busy-policy.ts";
-import { phaseOf } from "./candidates.ts";
-import { DEFAULT_MAX_BATCHED_TOKENS } from "./router-config.ts";
-import { RequestHandle, type HandleOps } from "./request-handle.ts";
+import type { NowFn } from "./clock.ts";
+import type { Settle } from "./admit-request.ts";
+import type { HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
-import type { Pending, RoutingCore } from "./routing-core.ts";
-import type { FreeReason, QueueRejection, RouteRequest, RouteSignals, WorkerRole } from "./routing-types.ts";
+import type { FreeReason, QueueRejection, RouteRequest, RouteSignals } from "./routing-types.ts";
 
-/** One deadline (injected clock, ms) that preview hands to plan and plan to dispatch. */
-export interface CleanupBudget {
-  readonly deadline: number;
-}
+/** prefill: booked, no first token yet; decode: the prompt is computed, only the decode blocks still load the worker. */
+export type PlanState = "prefill" | "decode";
 
-export interface RoutePreview {
+/** What a caller may know of an open (or just closed) plan. */
+export interface PlanView {
+  readonly id: string;
   readonly requestId: string;
-  readonly phase: WorkerRole;
-  readonly signals: RouteSignals;
-  readonly budget: CleanupBudget;
+  readonly worker: string;
+  readonly dpRank: number;
+  readonly state: PlanState;
+  /** Injected-clock time (ms) at which an unreported plan is freed. */
+  readonly expiresAt: number;
 }
 
-export type PlanState = "planned" | "dispatched" | "released";
+export interface PlanClosed {
+  planId: string;
+  requestId: string;
+  worker: string;
+  /** finished (complete), cancelled, plan_expired (TTL), or whatever freed the booking first (stale expiry, worker removal). */
+  reason: FreeReason;
+}
+
+export interface TwoPhaseOptions {
+  ttlMs: number;
+  maxOpen: number;
+  onClosed?(info: PlanClosed): void;
+}
 
 interface PlanRecord {
-  state: PlanState;
-  endedBy?: FreeReason;
+  readonly id: string;
   readonly booking: Booking;
-  readonly pending: Pending;
-  detach(): void;
+  readonly expiresAt: number;
 }
 
-/** Internal state of each plan, out of reach of callers (who only hold the RoutePlan). */
-const records = new WeakMap<RoutePlan, PlanRecord>();
+export type CommitOutcome =
+  | { kind: "committed"; plan: PlanView; signals: RouteSignals }
+  | { kind: "queue_rejected"; rejection: QueueRejection };
 
-function recordOf(plan: RoutePlan): PlanRecord {
-  const rec = records.get(plan);
-  if (!rec) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "not a plan made by this router");
-  return rec;
+/** A reserved place under the cap, taken before admission (which may wait in the queue) and given back on failure. */
+export interface PlanReservation {
+  readonly id: string;
+  release(): void;
 }
 
-/** A booked, not yet dispatched decision. Dropping it without dispatch or cancel is safe: the deadline releases it. */
-export class RoutePlan {
-  constructor(readonly requestId: string, readonly signals: RouteSignals, readonly budget: CleanupBudget, record: PlanRecord) {
-    records.set(this, record);
-  }
-
-  get state(): PlanState {
-    return recordOf(this).state;
-  }
-
-  /** Why the booking was released before dispatch (cancel, deadline, worker removal, stale expiry). */
-  get endedBy(): FreeReason | undefined {
-    return recordOf(this).endedBy;
-  }
-}
-
-export type PlanOutcome = { kind: "planned"; plan: RoutePlan } | { kind: "queue_rejected"; rejection: QueueRejection };
-
-export interface PrefillProbe {
-  busy: boolean;
-  /** all_busy: every prefill worker over a busy threshold; saturated: a request would be queued; load: chosen worker over t. */
-  reason: "all_busy" | "saturated" | "load" | "idle";
-  worker?: string;
-  dpRank?: number;
-  activePrefillTokens?: number;
-  /** Prefill tokens the chosen worker takes per batch (max batched tokens, or the large default when unknown). */
-  capacity?: number;
+function viewOf(r: PlanRecord): PlanView {
+  const b = r.booking;
+  return { id: r.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, state: b.prefillDone ? "decode" : "prefill", expiresAt: r.expiresAt };
 }
 
 export class TwoPhase {
-  readonly #open = new Map<number, PlanRecord>();
+  /** Insertion order is expiry order: one TTL for every plan and a clock that does not go back. */
+  readonly #byId = new Map<string, PlanRecord>();
+  readonly #byBooking = new Map<number, PlanRecord>();
+  /** Ids of commits still being admitted (they count against the cap). */
+  readonly #reserved = new Set<string>();
 
-  constructor(private readonly core: RoutingCore, private readonly handleOps: HandleOps) {}
+  constructor(private readonly now: NowFn, private readonly ops: HandleOps, private readonly options: TwoPhaseOptions) {}
 
   get openPlans(): number {
-    return this.#open.size;
+    return this.#byId.size;
   }
 
-  /** Selection without admission or booking; the session binding is read, not taken. */
-  async preview(req: RouteRequest): Promise<RoutePreview> {
-    validateRequest(req);
-    const p: Pending = { req, startedAt: this.core.now(), bindAtBook: false };
-    await this.core.enterSession(p, true);
-    const { signals } = this.core.selectOnly(p);
-    return { requestId: req.requestId, phase: phaseOf(req), signals, budget: { deadline: p.startedAt + this.core.config.cleanupTimeoutMs } };
-  }
-
-  /** Books the previewed worker (through the queue when saturated). The request id and phase must match the preview's. */
-  async plan(req: RouteRequest, preview: RoutePreview): Promise<PlanOutcome> {
-    validateRequest(req);
-    if (req.requestId !== preview.requestId) {
-      throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `preview belongs to request ${preview.requestId}, not ${req.requestId}`);
-    }
-    if (phaseOf(req) !== preview.phase) {
-      throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `preview was for the ${preview.phase} phase, not ${phaseOf(req)}`);
-    }
-    const t = req.target;
-    if (t && (t.worker !== preview.signals.worker || (t.dpRank !== undefined && t.dpRank !== preview.signals.dpRank))) {
-      throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `explicit target ${t.worker} disagrees with the previewed ${preview.signals.worker}`);
-    }
-    const deadline = preview.budget.deadline;
-    if (this.core.now() >= deadline) throw deadlineError("plan");
-    const planned = { worker: preview.signals.worker, dpRank: preview.signals.dpRank };
-    const p: Pending = { req, startedAt: this.core.now(), planned, bindAtBook: false, deadline };
-    await this.core.enterSession(p, false);
+  /**
+   * Admits and books `req` as route() does (`admit`), then opens its plan under `id`. The place under the cap is
+   * taken first, since admission may wait in the queue, and given back if the request is not admitted.
+   */
+  commit(req: RouteRequest, id: string, admit: <T>(settle: Settle<T>) => Promise<T>, opened?: (plan: PlanView) => void): Promise<CommitOutcome> {
+    let reservation: PlanReservation | undefined;
     try {
-      const bound = p.session?.target;
-      if (bound && this.core.config.affinityMode === "hard" && (bound.worker !== planned.worker || bound.dpRank !== planned.dpRank)) {
-        throw new KvgateError("KVGATE_ERR_SESSION_CONFLICT", `session is now bound to ${bound.worker}/${bound.dpRank}; preview again`);
-      }
-      const out = await this.core.admit(p);
-      if (out.kind === "rejected") {
-        this.core.leaveSession(p);
-        return { kind: "queue_rejected", rejection: out.rejection };
-      }
-      const { booking, signals } = out.value;
-      const record: PlanRecord = { state: "planned", booking, pending: p, detach: () => {} };
-      const plan = new RoutePlan(req.requestId, signals, preview.budget, record);
-      if (booking.freed !== undefined) {
-        // Admitted from the queue, then freed (worker removed, expiry) before this continuation ran.
-        record.state = "released";
-        record.endedBy = booking.freed;
-        this.core.leaveSession(p);
-        return { kind: "planned", plan };
-      }
-      this.#open.set(booking.id, record);
-      const signal = req.signal;
-      if (signal) {
-        const onAbort = (): void => void this.#release(record, "cancelled");
-        signal.addEventListener("abort", onAbort, { once: true });
-        record.detach = () => signal.removeEventListener("abort", onAbort);
-        if (signal.aborted) this.#release(record, "cancelled");
-      }
-      return { kind: "planned", plan };
+      validateRequest(req);
+      if (req.queryOnly) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "a query-only request cannot be committed");
+      const r = (reservation = this.reserve(id));
+      return admit((out): CommitOutcome => {
+        if (out.kind !== "admitted") {
+          r.release();
+          return { kind: "queue_rejected", rejection: out.rejection };
+        }
+        const plan = this.open(r, out.value.booking);
+        opened?.(plan);
+        return { kind: "committed", plan, signals: out.value.signals };
+      }).catch((e: unknown) => {
+        r.release();
+        throw e;
+      });
     } catch (e) {
-      this.core.leaveSession(p);
-      throw e;
+      reservation?.release();
+      return Promise.reject(e);
     }
   }
 
-  /** Commits the plan: the booking now belongs to the stream (end it through the handle) and the session binds. */
-  dispatch(req: RouteRequest, plan: RoutePlan): RequestHandle {
-    const rec = recordOf(plan);
-    if (req.requestId !== plan.requestId) {
-      throw new KvgateError("KVGATE_ERR_PLAN_MISMATCH", `plan belongs to request ${plan.requestId}, not ${req.requestId}`);
+  /** Takes a place for a commit; throws PLAN_LIMIT past the cap, BAD_ARGUMENT for an id already in use. */
+  reserve(id: string): PlanReservation {
+    if (this.#byId.has(id) || this.#reserved.has(id)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `plan id ${id} is already in use`);
+    const max = this.options.maxOpen;
+    if (this.#byId.size + this.#reserved.size >= max) {
+      throw new KvgateError("KVGATE_ERR_PLAN_LIMIT", `too many open route plans (${max}); report complete or cancel on open plans, or raise the limit`, { max });
     }
-    if (rec.state === "dispatched") throw new KvgateError("KVGATE_ERR_STATE", `plan of ${plan.requestId} was already dispatched`);
-    if (rec.state === "planned" && this.core.now() >= plan.budget.deadline) this.#release(rec, "plan_expired");
-    if (rec.state === "released") throw releasedError(plan.requestId, rec.endedBy);
-    rec.state = "dispatched";
-    rec.detach();
-    this.#open.delete(rec.booking.id);
-    const s = rec.pending.session;
-    if (s && !s.readOnly) this.core.bindSession(s, rec.booking.rank);
-    return new RequestHandle(rec.booking, this.handleOps);
+    this.#reserved.add(id);
+    return { id, release: () => void this.#reserved.delete(id) };
   }
 
-  /** Releases a plan's booking; false if it was already dispatched or released. */
-  cancel(plan: RoutePlan): boolean {
-    return this.#release(recordOf(plan), "cancelled");
+  /** Opens the plan on an admitted booking. A booking freed before this continuation ran cannot be planned. */
+  open(reservation: PlanReservation, booking: Booking): PlanView {
+    reservation.release();
+    if (booking.freed !== undefined) {
+      throw new KvgateError("KVGATE_ERR_NO_WORKERS", `the booking of ${booking.requestId} ended (${booking.freed}) before its plan opened`);
+    }
+    const rec: PlanRecord = { id: reservation.id, booking, expiresAt: this.now() + this.options.ttlMs };
+    this.#byId.set(rec.id, rec);
+    this.#byBooking.set(booking.id, rec);
+    return viewOf(rec);
   }
 
-  /** Releases plans whose cleanup deadline passed; returns how many. */
+  get(id: string): PlanView | undefined {
+    const r = this.#byId.get(id);
+    return r && viewOf(r);
+  }
+
+  /** The first token arrived: the prompt's prefill tokens stop loading the worker. Idempotent. */
+  firstToken(id: string): PlanView {
+    const r = this.#require(id);
+    this.ops.firstToken(r.booking);
+    return viewOf(r);
+  }
+
+  /** Frees the booking (complete: finished, whether or not a first token was reported; cancel: cancelled). */
+  end(id: string, reason: "finished" | "cancelled"): PlanView {
+    const r = this.#require(id);
+    const view = viewOf(r);
+    // free() calls back into onFree, which closes the record.
+    this.ops.free(r.booking, reason);
+    return view;
+  }
+
+  /** Frees plans whose TTL passed. Nothing to do, and nothing allocated, while no plan is open or due. */
   expire(now: number): number {
+    if (this.#byId.size === 0) return 0;
     let n = 0;
-    for (const rec of [...this.#open.values()]) {
-      const deadline = rec.pending.deadline ?? Infinity;
-      if (now >= deadline && this.#release(rec, "plan_expired")) n++;
+    for (const r of this.#byId.values()) {
+      if (now < r.expiresAt) break;
+      // Deleting the visited entry while iterating a Map is safe: iteration continues with the next one.
+      if (this.ops.free(r.booking, "plan_expired")) n++;
     }
     return n;
   }
 
-  /** Called for every freed booking: a plan whose booking went away (expiry, worker removal) is released with it. */
+  /** Called for every freed booking: a plan whose booking went away (by report, TTL, stale expiry, removal) closes. */
   onFree(b: Booking, reason: FreeReason): void {
-    const rec = this.#open.get(b.id);
-    if (!rec) return;
-    this.#open.delete(b.id);
-    rec.state = "released";
-    rec.endedBy ??= reason;
-    rec.detach();
-    this.core.leaveSession(rec.pending);
+    const r = this.#byBooking.get(b.id);
+    if (!r) return;
+    this.#byBooking.delete(b.id);
+    this.#byId.delete(r.id);
+    this.options.onClosed?.({ planId: r.id, requestId: b.requestId, worker: b.rank.worker.id, reason });
   }
 
-  #release(rec: PlanRecord, reason: FreeReason): boolean {
-    if (rec.state !== "planned") return false;
-    rec.endedBy = reason;
-    // free() calls back into onFree, which closes the record and gives up the session claim.
-    return this.handleOps.free(rec.booking, reason);
-  }
-
-  /** Advisory: would a prefill for this request land on a worker loaded above t × its batch capacity? Books nothing. */
-  async prefillBusy(req: RouteRequest, threshold: number): Promise<PrefillProbe> {
-    if (!(threshold >= 0)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `threshold must be >= 0, got ${threshold}`);
-    const probe: RouteRequest = { ...req, phase: "prefill", queryOnly: true };
-    validateRequest(probe);
-    const p: Pending = { req: probe, startedAt: this.core.now(), bindAtBook: false };
-    await this.core.enterSession(p, true);
-    let r;
-    try {
-      r = this.core.resolve(p);
-    } catch (e) {
-      if (e instanceof KvgateError && e.code === "KVGATE_ERR_ALL_WORKERS_BUSY") return { busy: true, reason: "all_busy" };
-      throw e;
-    }
-    if (saturated(r.pinned ? [r.pinned] : r.candidates, this.core.config.queueThreshold)) return { busy: true, reason: "saturated" };
-    const { selection } = this.core.selectOnly(p, r);
-    const rank = selection.rank;
-    const capacity = rank.worker.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS;
-    const active = rank.load.activePrefillTokens;
-    const busy = active > threshold * capacity;
-    return { busy, reason: busy ? "load" : "idle", worker: rank.worker.id, dpRank: rank.dpRank, activePrefillTokens: active, capacity };
-  }
-}
-
-function deadlineError(stage: string): KvgateError {
-  return new KvgateError("KVGATE_ERR_DEADLINE_EXCEEDED", `cleanup deadline passed before ${stage}`);
-}
-
-function releasedError(requestId: string, reason: FreeReason | undefined): KvgateError {
-  switch (reason) {
-    case "plan_expired": return deadlineError("dispatch");
-    case "cancelled": return new KvgateError("KVGATE_ERR_CANCELLED", `plan of ${requestId} was cancelled`);
-    case "worker_removed": return new KvgateError("KVGATE_ERR_NO_WORKERS", `the planned worker of ${requestId} was removed`);
-    default: return new KvgateError("KVGATE_ERR_STATE", `plan of ${requestId} was released (${reason ?? "unknown"})`);
+  #require(id: string): PlanRecord {
+    const r = this.#byId.get(id);
+    if (!r) throw new KvgateError("KVGATE_ERR_PLAN_NOT_FOUND", `no open route plan ${id} (unknown, already completed or cancelled, or expired)`);
+    return r;
   }
 }

@@ -146,6 +146,48 @@ export function conformanceSuite(runtime: RuntimeName): void {
       expect(res.headers.get("x-gateway-destination-endpoint")).toBe(new URL(body.endpoint).host);
     });
 
+    it("should book a committed route plan, move it to decode at first_token, and free it at complete or cancel", async () => {
+      type Rank = { active_requests: number; active_prefill_tokens: number; active_blocks: number };
+      const rank = async (w: string): Promise<Rank> => {
+        const { active_requests, active_prefill_tokens, active_blocks } = (await workers())[w]!.ranks[0] as unknown as Rank;
+        return { active_requests, active_prefill_tokens, active_blocks };
+      };
+      const res = await post(url("/v1/route"), chat(longText("two-phase"), { commit: true }));
+      expect(res.status).toBe(200);
+      const plan = await res.json();
+      expect(plan).toMatchObject({ object: "kvgate.route", expires_in_ms: expect.any(Number) });
+      expect(plan.plan_id).toMatch(/^kvp-[0-9a-f]{32}$/);
+      expect(plan.expires_in_ms).toBeGreaterThan(0);
+      expect(["A", "B"]).toContain(plan.worker);
+      expect(res.headers.get("x-gateway-destination-endpoint")).toBe(new URL(plan.endpoint).host);
+      expect(await rank(plan.worker)).toEqual({ active_requests: 1, active_prefill_tokens: plan.prompt_tokens - plan.cached_tokens, active_blocks: plan.prompt_blocks });
+
+      const first = await post(url(`/v1/route/${plan.plan_id}/first_token`), {});
+      expect(first.status).toBe(200);
+      expect(await first.json()).toMatchObject({ object: "kvgate.route_plan", plan_id: plan.plan_id, worker: plan.worker, state: "decode" });
+      expect(await rank(plan.worker)).toMatchObject({ active_requests: 1, active_prefill_tokens: 0 });
+      const done = await post(url(`/v1/route/${plan.plan_id}/complete`), { usage: { prompt_tokens: 40, prompt_tokens_details: { cached_tokens: 16 } } });
+      expect([done.status, (await done.json()).state]).toEqual([200, "completed"]);
+      expect(await rank(plan.worker)).toEqual({ active_requests: 0, active_prefill_tokens: 0, active_blocks: 0 });
+
+      const other = await (await post(url("/v1/route"), chat("two-phase cancel", { commit: true }))).json();
+      expect((await rank(other.worker)).active_requests).toBe(1);
+      const cancel = await post(url(`/v1/route/${other.plan_id}/cancel`), {});
+      expect([cancel.status, (await cancel.json()).state]).toEqual([200, "cancelled"]);
+      expect((await rank(other.worker)).active_requests).toBe(0);
+
+      for (const gone of [`/v1/route/${plan.plan_id}/complete`, "/v1/route/kvp-0123/first_token"]) {
+        const r = await post(url(gone), {});
+        expect(r.status).toBe(404);
+        expect((await r.json()).error).toMatchObject({ code: "KVGATE_ERR_PLAN_NOT_FOUND", type: "not_found_error" });
+      }
+      const m = await metrics();
+      expect(metric(m, "kvgate_route_plans_opened_total")).toBe(2);
+      expect(metric(m, 'kvgate_route_plans_closed_total{outcome="completed"}')).toBe(1);
+      expect(metric(m, 'kvgate_route_plans_closed_total{outcome="cancelled"}')).toBe(1);
+      expect(metric(m, "kvgate_route_plans_open")).toBe(0);
+    });
+
     it("should answer malformed, invalid, unknown and oversized requests with OpenAI errors", async () => {
       const cases: [Response, number, string][] = [
         [await post(url("/v1/chat/completions"), "{not json"), 400, "KVGATE_ERR_BAD_ARGUMENT"],

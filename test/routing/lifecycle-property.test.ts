@@ -1,6 +1,6 @@
 /**
  * Property test: thousands of random requests through select → book → first token → free, with cancellations,
- * failures, queueing, sessions, plans, worker removals and clock jumps. After every step the router's bookings and
+ * failures, queueing, sessions, two-phase plans, worker removals and clock jumps. After every step the router's bookings and
  * per-rank loads are checked against a model rebuilt from the observed events and the test's own actions.
  */
 import { describe, expect, it } from "vitest";
@@ -9,13 +9,12 @@ import { createPrng, randomInt, type RandomSource } from "../../src/routing/prng
 import type { RequestHandle } from "../../src/routing/request-handle.ts";
 import type { RouterConfigInput } from "../../src/routing/router-config.ts";
 import type { FreeReason, RouteRequest, WorkerSpec } from "../../src/routing/routing-types.ts";
-import type { RoutePlan } from "../../src/routing/two-phase.ts";
 import { BS, fixture, prompt, smallIndex, worker } from "./helpers.ts";
 
 const STALE_MS = 300_000;
 const EXPECTED_ERRORS = new Set([
   "KVGATE_ERR_NO_WORKERS", "KVGATE_ERR_ALL_WORKERS_BUSY", "KVGATE_ERR_CANCELLED", "KVGATE_ERR_UNKNOWN_WORKER",
-  "KVGATE_ERR_BAD_ARGUMENT", "KVGATE_ERR_SESSION_CONFLICT", "KVGATE_ERR_DEADLINE_EXCEEDED", "KVGATE_ERR_PLAN_MISMATCH",
+  "KVGATE_ERR_BAD_ARGUMENT", "KVGATE_ERR_SESSION_CONFLICT",
 ]);
 
 const FLEET: WorkerSpec[] = [
@@ -34,11 +33,11 @@ interface ModelBooking {
   prefillDone: boolean;
   bookedAt: number;
   handle?: RequestHandle;
-  plan?: RoutePlan;
+  plan?: string;
 }
 
 /** What the test is doing right now, so each observed free can be checked against its cause. */
-type Cause = { kind: "handle" | "release" | "cancelPlan"; requestId: string; reason: FreeReason } | { kind: "remove"; worker: string } | { kind: "none" };
+type Cause = { kind: "handle" | "release" | "planEnd"; requestId: string; reason: FreeReason } | { kind: "remove"; worker: string } | { kind: "none" };
 
 interface ScenarioStats {
   booked: number;
@@ -50,7 +49,7 @@ interface ScenarioStats {
 
 async function runScenario(seed: number, steps: number, config: RouterConfigInput): Promise<ScenarioStats> {
   const rand: RandomSource = createPrng(seed);
-  const f = await fixture({ queueThreshold: 1, queueMaxLength: 8, queueMaxWaitMs: 20_000, sessionTtlMs: 30_000, cleanupTimeoutMs: 15_000, ...config },
+  const f = await fixture({ queueThreshold: 1, queueMaxLength: 8, queueMaxWaitMs: 20_000, sessionTtlMs: 30_000, planTtlMs: 15_000, ...config },
     FLEET, await smallIndex());
   const { router, clock, index } = f;
   const live = new Map<number, ModelBooking>();
@@ -66,10 +65,10 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
   const pending = new Set<Promise<unknown>>();
   const aborters: { ac: AbortController; requestId: string }[] = [];
   const aborted = new Set<string>();
-  /** Signals of requests still waiting (queue, session) or planned: aborting those exercises cancellation paths. */
+  /** Signals of requests still waiting (queue, session): aborting those exercises cancellation paths. */
   const unsettled = new Map<string, AbortController>();
-  const deadlineOf = new Map<string, number>();
-  const plans: { req: RouteRequest; plan: RoutePlan; bookingId: number }[] = [];
+  const expiresAt = new Map<string, number>();
+  const plans: { planId: string; bookingId: number }[] = [];
   let cause: Cause = { kind: "none" };
   let bookedTotal = 0;
   let nextId = 0;
@@ -100,13 +99,8 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
       case "expired": expect(clock.now() - m!.bookedAt).toBeGreaterThanOrEqual(STALE_MS); break;
       case "worker_removed": expect(cause).toEqual({ kind: "remove", worker: x.worker }); break;
       case "plan_expired":
-        expect(m!.handle, "a dispatched plan cannot expire").toBeUndefined();
-        expect(clock.now()).toBeGreaterThanOrEqual(deadlineOf.get(x.requestId)!);
-        break;
-      case "cancelled":
-        // An aborted signal releases an undispatched plan; otherwise the test itself cancelled this request.
-        if (aborted.has(x.requestId) && deadlineOf.has(x.requestId) && !m!.handle) break;
-        expect(cause).toMatchObject({ requestId: x.requestId, reason: "cancelled" });
+        expect(m!.plan, "only a plan expires by its TTL").toBeDefined();
+        expect(clock.now()).toBeGreaterThanOrEqual(expiresAt.get(x.requestId)!);
         break;
       default: expect(cause).toMatchObject({ requestId: x.requestId, reason: x.reason });
     }
@@ -244,33 +238,33 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
       router.tick();
     } else if (op < 0.95) {
       const req = newRequest();
-      track(router.preview(req).then((pv) => {
-        deadlineOf.set(req.requestId, pv.budget.deadline);
-        return router.plan(req, pv);
-      }).then((o) => {
-        if (o.kind !== "planned" || o.plan.state !== "planned") return;
+      track(router.commit(req, `P${req.requestId}`).finally(() => unsettled.delete(req.requestId)).then((o) => {
+        count(o.kind);
+        if (o.kind !== "committed") return;
         const id = byRequest.get(req.requestId)!;
-        live.get(id)!.plan = o.plan;
-        plans.push({ req, plan: o.plan, bookingId: id });
+        const m = live.get(id)!;
+        m.plan = o.plan.id;
+        expiresAt.set(req.requestId, o.plan.expiresAt);
+        plans.push({ planId: o.plan.id, bookingId: id });
       }));
     } else {
       const entry = plans.splice(randomInt(rand, Math.max(plans.length, 1)), 1)[0];
       if (entry) {
         const m = live.get(entry.bookingId);
-        if (entry.plan.state !== "planned") {
-          expect(m).toBeUndefined();
-        } else if (rand() < 0.3) {
-          cause = { kind: "cancelPlan", requestId: entry.req.requestId, reason: "cancelled" };
-          expect(router.cancelPlan(entry.plan)).toBe(true);
-          cause = { kind: "none" };
+        const open = router.planOf(entry.planId);
+        expect(open === undefined).toBe(m === undefined);
+        const roll = rand();
+        if (!m) {
+          expect(() => router.planEnd(entry.planId, "finished")).toThrow(expect.objectContaining({ code: "KVGATE_ERR_PLAN_NOT_FOUND" }));
+        } else if (roll < 0.4) {
+          expect(router.planFirstToken(entry.planId).state).toBe("decode");
+          m.prefillDone = true;
+          plans.push(entry);
         } else {
-          try {
-            const h = router.dispatch(entry.req, entry.plan);
-            unsettled.delete(entry.req.requestId);
-            m!.handle = h;
-          } catch (e) {
-            expectedError(e);
-          }
+          const reason = roll < 0.6 ? "cancelled" : "finished";
+          cause = { kind: "planEnd", requestId: m.requestId, reason };
+          router.planEnd(entry.planId, reason);
+          cause = { kind: "none" };
         }
       }
     }
@@ -318,6 +312,6 @@ describe("lifecycle property: no leak, no double free, load = sum of live bookin
     expect(r.booked).toBeGreaterThan(500);
     for (const reason of ["finished", "failed", "cancelled", "expired", "worker_removed", "plan_expired"]) expect(r.reasons[reason], reason).toBeGreaterThan(0);
     expect(r.maxQueueDepth).toBeGreaterThan(1);
-    for (const o of ["routed", "queue_rejected", "KVGATE_ERR_NO_WORKERS", "KVGATE_ERR_CANCELLED"]) expect(r.outcomes[o], o).toBeGreaterThan(0);
+    for (const o of ["routed", "committed", "queue_rejected", "KVGATE_ERR_NO_WORKERS", "KVGATE_ERR_CANCELLED"]) expect(r.outcomes[o], o).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,89 @@
+/**
+ * @module Two-phase routing over HTTP, for a proxy that uses kvgate as its endpoint picker and sends requests itself:
+ * it reports on the plan `POST /v1/route` with `commit` opened, so kvgate's load accounting follows its requests.
+ *
+ *   POST /v1/route/{plan_id}/first_token   the first token arrived (idempotent)
+ *   POST /v1/route/{plan_id}/complete      the request ended; optional {"usage": <OpenAI usage>} feeds the hit metrics
+ *   POST /v1/route/{plan_id}/cancel        the request was abandoned
+ */
+import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { KvgateError } from "../core/errors.ts";
+import { parseJsonObject } from "../core/json-body.ts";
+import type { PlanView } from "../routing/index.ts";
+import { bodyLimit } from "./body-limit.ts";
+import type { GatewayState } from "./gateway-state.ts";
+
+/** A plan id is the proxy's capability for its booking: 128 random bits, so it cannot be guessed from another one. */
+export function newPlanId(): string {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return `kvp-${Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** Requires the route token when one is configured; a pass-through otherwise. */
+export function routeTokenGuard(gw: GatewayState): MiddlewareHandler {
+  const token = gw.config.routeToken;
+  return token ? bearerAuth({ token }) : async (_c, next) => next();
+}
+
+function bad(message: string, param?: string): never {
+  throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message, param ? { param } : undefined);
+}
+
+/** A report's body: empty, or a JSON object. */
+async function reportBody(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  return text.trim() === "" ? {} : parseJsonObject(text);
+}
+
+function count(v: unknown, name: string): void {
+  if (v !== undefined && v !== null && !(typeof v === "number" && Number.isInteger(v) && v >= 0)) bad(`${name} must be a non-negative integer`, name);
+}
+
+/** The usage a completion report may carry, checked as far as the hit metrics read it. */
+function usageOf(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const u = body.usage;
+  if (u === undefined || u === null) return undefined;
+  if (typeof u !== "object" || Array.isArray(u)) bad("usage must be an object", "usage");
+  const usage = u as Record<string, unknown>;
+  count(usage.prompt_tokens, "usage.prompt_tokens");
+  const d = usage.prompt_tokens_details;
+  if (d !== undefined && d !== null) {
+    if (typeof d !== "object" || Array.isArray(d)) bad("usage.prompt_tokens_details must be an object", "usage.prompt_tokens_details");
+    count((d as Record<string, unknown>).cached_tokens, "usage.prompt_tokens_details.cached_tokens");
+  }
+  return usage;
+}
+
+export function planJson(p: PlanView, state: string = p.state): Record<string, unknown> {
+  return { object: "kvgate.route_plan", plan_id: p.id, request_id: p.requestId, worker: p.worker, dp_rank: p.dpRank, state };
+}
+
+export function routePlanRoutes(gw: GatewayState): Hono {
+  const plans = new Hono();
+  plans.use("*", routeTokenGuard(gw), bodyLimit(gw.config.maxBodyBytes));
+
+  plans.post("/:id/first_token", async (c) => {
+    await reportBody(c);
+    const p = gw.router.planFirstToken(c.req.param("id"));
+    // As a worker's first output on kvgate's own path, it proves the worker serves (closes a half-open circuit).
+    gw.health.attemptSucceeded(p.worker);
+    return c.json(planJson(p));
+  });
+
+  plans.post("/:id/complete", async (c) => {
+    const usage = usageOf(await reportBody(c));
+    const p = gw.router.planEnd(c.req.param("id"), "finished");
+    gw.health.attemptSucceeded(p.worker);
+    if (usage) gw.metrics.usage(usage);
+    return c.json(planJson(p, "completed"));
+  });
+
+  plans.post("/:id/cancel", async (c) => {
+    await reportBody(c);
+    return c.json(planJson(gw.router.planEnd(c.req.param("id"), "cancelled"), "cancelled"));
+  });
+
+  return plans;
+}
