@@ -118,7 +118,7 @@ export class Selector {
     let chosen = run(n, isl, p.overlapWeight, p.temperature, this.rand());
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
     if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
-    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run);
+    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run, promptBlocks);
     const costCol = base + ScoreCol.cost * stride;
     const overlapBlocks = f64[overlapCol + chosen]!;
     return {
@@ -153,24 +153,68 @@ export class Selector {
   }
 
   /**
-   * Reading a tree size goes through the slot map's string keys (~70 ns each), so the first pass scores with zeros.
-   * When several ranks share the lowest cost, only they get their real tree sizes and the kernel runs again on the
-   * same columns: the others cost more, so their tree entries do not matter, and the kernel's own tie rule applies
-   * (smallest tree, then the random draw).
+   * Ranks sharing the lowest cost. A cold prefix (nothing cached on any of them) goes to the tied rank that wins a
+   * rendezvous hash of the prompt's first block: replicas that have not heard of each other's decisions yet still
+   * send a new prefix to the same worker, and later prompts with that prefix follow it there. A warm tie reads the
+   * tied ranks' tree sizes (through the slot map's string keys, ~70 ns each, so only then) and runs the kernel again
+   * on the same columns: the others cost more, so their tree entries do not matter, and the kernel's own tie rule
+   * applies (smallest tree, then the random draw).
    */
   #breakTies(ranks: readonly RankState[], f64: Float64Array, base: number, stride: number, chosen: number, isl: number,
-    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number): number {
-    const costCol = base + ScoreCol.cost * stride, treeCol = base + ScoreCol.tree * stride;
+    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number, promptBlocks: number): number {
+    const costCol = base + ScoreCol.cost * stride, treeCol = base + ScoreCol.tree * stride, overlapCol = base + ScoreCol.overlap * stride;
     const min = f64[costCol + chosen]!;
-    let ties = 0;
+    let ties = 0, cold = true;
     for (let i = 0; i < ranks.length; i++) {
       if (f64[costCol + i] !== min) continue;
       ties++;
-      f64[treeCol + i] = this.index.treeSizeOfSlot(ranks[i]!.slot);
+      if (f64[overlapCol + i] !== 0) cold = false;
     }
     if (ties < 2) return chosen;
+    if (cold && promptBlocks > 0) return this.#rendezvous(ranks, f64, costCol, min, promptBlocks);
+    for (let i = 0; i < ranks.length; i++) if (f64[costCol + i] === min) f64[treeCol + i] = this.index.treeSizeOfSlot(ranks[i]!.slot);
     const again = run(ranks.length, isl, weight, 0, this.rand());
     if (again < 0 || again >= ranks.length) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${again}`);
     return again;
   }
+
+  /** The tied rank with the highest hash of (first block's sequence hash, worker id, dp rank). */
+  #rendezvous(ranks: readonly RankState[], f64: Float64Array, costCol: number, min: number, promptBlocks: number): number {
+    const keys = this.#readKeys(promptBlocks);
+    const lo = keys[0]!, hi = keys[1]!;
+    let best = -1, bestWeight = -1;
+    for (let i = 0; i < ranks.length; i++) {
+      if (f64[costCol + i] !== min) continue;
+      const w = rendezvousWeight(lo, hi, rankKey(ranks[i]!));
+      if (w > bestWeight) {
+        bestWeight = w;
+        best = i;
+      }
+    }
+    return best;
+  }
+}
+
+/** A rank's rendezvous identity: FNV-1a of "worker#rank", the same on every replica, cached per rank. */
+const rankKeys = new WeakMap<RankState, number>();
+function rankKey(r: RankState): number {
+  let k = rankKeys.get(r);
+  if (k === undefined) {
+    const s = `${r.worker.id}#${r.dpRank}`;
+    k = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) k = Math.imul(k ^ s.charCodeAt(i), 0x01000193);
+    rankKeys.set(r, (k >>>= 0));
+  }
+  return k;
+}
+
+/** murmur3's 32-bit finalizer over the block hash and the rank key: uniform, so each rank wins 1/n of new prefixes. */
+export function rendezvousWeight(lo: number, hi: number, key: number): number {
+  let h = Math.imul(lo ^ key, 0x85ebca6b) ^ hi;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h ^ key, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }

@@ -187,14 +187,53 @@ describe("overrides, query-only and signals", () => {
     expect(f.routed).toHaveLength(1);
   });
 
-  it("breaks a cost tie toward the worker with the smallest tree", async () => {
+  it("breaks a warm cost tie toward the worker with the smallest tree", async () => {
     const f = await fixture({}, [worker("big"), worker("small")]);
-    const filler = prompt(50, 320, 50);
-    cache(f.index, "big", 0, filler, 20);
+    cache(f.index, "big", 0, prompt(50, 320, 50), 20);
     cache(f.index, "small", 0, prompt(51, 32, 51), 2);
     for (let i = 0; i < 10; i++) {
-      expect((await f.router.query({ requestId: `q${i}`, tokens: prompt(100 + i, 64, i), model: "m" })).worker).toBe("small");
+      // Both hold the prompt's first two blocks: equal overlap, equal (zero) load, so equal cost.
+      const tokens = prompt(100 + i, 64, i);
+      cache(f.index, "big", 0, tokens, 2);
+      cache(f.index, "small", 0, tokens, 2);
+      const q = await f.router.query({ requestId: `q${i}`, tokens, model: "m" });
+      expect([q.worker, q.overlapBlocks]).toEqual(["small", 2]);
     }
+  });
+});
+
+describe("cold prefixes without coordination (rendezvous on the first block)", () => {
+  const ids = ["w0", "w1", "w2", "w3"];
+
+  it("sends each new prefix to the same worker from replicas with other histories and worker orders", async () => {
+    const a = await fixture({}, ids.map((id) => worker(id)));
+    const b = await fixture({}, [...ids].reverse().map((id) => worker(id)));
+    // Replica b has cached other prompts (a different tree everywhere): a warm tie rule would read that.
+    for (const [i, id] of ids.entries()) cache(b.index, id, 0, prompt(900 + i, 16 * (i + 1) * 5, 900 + i), 5 * (i + 1));
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 200; i++) {
+      const tokens = prompt(1000 + i, 96, i);
+      const qa = await a.router.query({ requestId: `a${i}`, tokens, model: "m" });
+      const qb = await b.router.query({ requestId: `b${i}`, tokens, model: "m" });
+      expect(qb.worker).toBe(qa.worker);
+      expect(qa.overlapBlocks).toBe(0);
+      counts.set(qa.worker, (counts.get(qa.worker) ?? 0) + 1);
+    }
+    // Uniform over the four: each gets a fair share of 200 new prefixes.
+    expect([...counts.keys()].sort()).toEqual(ids);
+    for (const n of counts.values()) expect(n).toBeGreaterThan(25);
+  });
+
+  it("keeps a prompt shorter than one block on the random draw, and a warm prefix on the index", async () => {
+    const f = await fixture({}, ids.map((id) => worker(id)));
+    const seen = new Set<string>();
+    for (let i = 0; i < 40; i++) seen.add((await f.router.query({ requestId: `s${i}`, tokens: prompt(7, 8, 7), model: "m" })).worker);
+    expect(seen.size).toBeGreaterThan(1);
+    const tokens = prompt(3, 96, 3);
+    const cold = (await f.router.query({ requestId: "c", tokens, model: "m" })).worker;
+    const other = ids.find((id) => id !== cold)!;
+    cache(f.index, other, 0, tokens, 3);
+    expect((await f.router.query({ requestId: "w", tokens, model: "m" })).worker).toBe(other);
   });
 });
 
