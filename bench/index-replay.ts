@@ -31,6 +31,7 @@ import { buildReplay, eventBlocks, splitmix64, ENGINE_SALT, type EventOp, type R
 import {
   consume, describe, fmtNs, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement,
 } from "./harness.ts";
+import * as hooks from "../test/support/kv-index-hooks.ts";
 
 interface Args {
   trace?: string;
@@ -85,9 +86,9 @@ const workerName = (w: number): string => `w${w}`;
 function replayWasm(idx: KvIndex, ops: readonly ReplayOp[], names: readonly string[]): number {
   let acc = 0;
   for (const op of ops) {
-    if (op.kind === "match") acc += idx.findMatchesByHashes(op.seq).matches.length;
-    else if (op.kind === "stored") acc += idx.stored(names[op.worker]!, 0, op.parent, op.blocks).length;
-    else acc += idx.removed(names[op.worker]!, 0, op.hashes);
+    if (op.kind === "match") acc += hooks.findMatchesByHashes(idx, op.seq).matches.length;
+    else if (op.kind === "stored") acc += hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks).length;
+    else acc += hooks.removed(idx, names[op.worker]!, 0, op.hashes);
   }
   return acc;
 }
@@ -107,7 +108,7 @@ function replayWasmBatched(idx: KvIndex, matches: readonly (ReplayOp & { kind: "
   let acc = 0;
   for (let r = 0; r < batches.length; r++) {
     const m = matches[r];
-    if (m) acc += idx.findMatchesByHashes(m.seq).matches.length;
+    if (m) acc += hooks.findMatchesByHashes(idx, m.seq).matches.length;
     const b = batches[r];
     if (b) acc += idx.applyBatch(b).records;
   }
@@ -117,8 +118,8 @@ function replayWasmBatched(idx: KvIndex, matches: readonly (ReplayOp & { kind: "
 function applyEventsApi(idx: KvIndex, events: readonly EventOp[], names: readonly string[]): number {
   let acc = 0;
   for (const op of events) {
-    if (op.kind === "stored") acc += idx.stored(names[op.worker]!, 0, op.parent, op.blocks).length;
-    else acc += idx.removed(names[op.worker]!, 0, op.hashes);
+    if (op.kind === "stored") acc += hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks).length;
+    else acc += hooks.removed(idx, names[op.worker]!, 0, op.hashes);
   }
   return acc;
 }
@@ -235,16 +236,16 @@ function verifyWasm(idx: KvIndex, replay: Replay, names: readonly string[]): str
   const errs: string[] = [];
   for (const op of replay.ops) {
     if (op.kind === "match") {
-      const m = idx.findMatchesByHashes(op.seq).matches;
+      const m = hooks.findMatchesByHashes(idx, op.seq).matches;
       const best = m.reduce((x, y) => Math.max(x, y.blocks), 0);
       if (best !== op.bestDepth || m.length !== op.matchedWorkers) {
         errs.push(`request ${op.request}: WASM best depth ${best} over ${m.length} workers, simulator ${op.bestDepth} over ${op.matchedWorkers}`);
       }
     } else if (op.kind === "stored") {
-      const o = idx.stored(names[op.worker]!, 0, op.parent, op.blocks);
+      const o = hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks);
       if (o !== "applied") errs.push(`WASM stored on ${names[op.worker]}: ${o}`);
     } else {
-      const u = idx.removed(names[op.worker]!, 0, op.hashes);
+      const u = hooks.removed(idx, names[op.worker]!, 0, op.hashes);
       if (u !== 0) errs.push(`WASM removed on ${names[op.worker]}: ${u} unknown`);
     }
     if (errs.length >= 5) break;
@@ -480,8 +481,8 @@ export async function main(argv: string[]): Promise<void> {
   // Where each implementation's replay time goes: time inside find_matches calls vs inside event calls, measured
   // around every call of a replay pass (timer cost ~50 ns per call, <1% of either side); the fastest pass counts.
   const split = {
-    wasm: splitPass(refReplay.ops, 3, (op) => idx.findMatchesByHashes(op.seq).matches.length,
-      (op) => (op.kind === "stored" ? idx.stored(names[op.worker]!, 0, op.parent, op.blocks).length : idx.removed(names[op.worker]!, 0, op.hashes))),
+    wasm: splitPass(refReplay.ops, 3, (op) => hooks.findMatchesByHashes(idx, op.seq).matches.length,
+      (op) => (op.kind === "stored" ? hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks).length : hooks.removed(idx, names[op.worker]!, 0, op.hashes))),
     reference: splitPass(refReplay.ops, 2, (op) => ref.findMatches(op.seq).size,
       (op) => (op.kind === "stored" ? ref.store(slots[op.worker]!, op.parent, op.blocks).length : ref.remove(slots[op.worker]!, op.hashes))),
   };
@@ -501,15 +502,15 @@ export async function main(argv: string[]): Promise<void> {
     for (const op of replay.ops) {
       if (op.kind === "match") {
         const t0 = now();
-        const r = idx.findMatchesByHashes(op.seq);
+        const r = hooks.findMatchesByHashes(idx, op.seq);
         const dt = now() - t0;
         consume(r.matches.length);
         if (c > 0) {
           blocksOf[li] = op.seq.length;
           lat[li++] = dt * 1e6;
         }
-      } else if (op.kind === "stored") idx.stored(names[op.worker]!, 0, op.parent, op.blocks);
-      else idx.removed(names[op.worker]!, 0, op.hashes);
+      } else if (op.kind === "stored") hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks);
+      else hooks.removed(idx, names[op.worker]!, 0, op.hashes);
     }
   }
   let emptyTimer = Infinity;
@@ -584,7 +585,7 @@ export async function main(argv: string[]): Promise<void> {
   const ridx = rs.idx;
   const raw = new Uint32Array(new ArrayBuffer(8192 * 4));
   m.copy = measure("copy 8192 tokens into WASM memory (copyTokensForBench)", (n) => {
-    for (let i = 0; i < n; i++) ridx.copyTokensForBench(rs.tokens.typical);
+    for (let i = 0; i < n; i++) hooks.copyTokens(ridx, rs.tokens.typical);
     return n;
   }, { samples: S });
   m.copyRaw = measure("  cross-check: Uint32Array.set into a same-size ArrayBuffer", (n) => {
@@ -610,14 +611,14 @@ export async function main(argv: string[]): Promise<void> {
       const expect = kind === "typical" ? 8 : kind === "worst" ? 64 : 0;
       const got = ridx.route(tk, { blockSize: bs });
       let deepest = 0;
-      for (let i = 0; i < got; i++) deepest = Math.max(deepest, ridx.matchDepth(i));
+      for (let i = 0; i < got; i++) deepest = Math.max(deepest, ridx.matches.depth(i));
       if (got !== expect || deepest !== (expect ? nb : 0)) log(`  ! route check bs=${bs} ${kind}: ${got} slots matched (expected ${expect}), deepest ${deepest} (expected ${nb})`);
       const what = kind === "unknown" ? "copy + hash + match (exits at block 0: prompt unknown)" : `copy + hash + match + read ${expect} scores`;
       m[`route${bs}${kind}`] = measure(`route bs=${bs} ${kind}: ${what}`, (n) => {
         let a = 0;
         for (let i = 0; i < n; i++) {
           const k = ridx.route(tk, { blockSize: bs });
-          for (let j = 0; j < k; j++) a += ridx.matchSlot(j) + ridx.matchDepth(j);
+          for (let j = 0; j < k; j++) a += ridx.matches.slot(j) + ridx.matches.depth(j);
         }
         return a;
       }, { samples: S });

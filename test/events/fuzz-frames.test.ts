@@ -9,6 +9,7 @@ import { engineZmtpSockets } from "../../src/runtime/zmtp-sockets.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, derivedVectors, hex, liveFrames, loadCapture, pack, until, vllmBatch } from "./helpers.ts";
 import { mutateBytes } from "./random-batches.ts";
 import { TestEngine } from "./zmq-engine.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const T = capture.tokens;
@@ -108,8 +109,8 @@ function snapshot(index: KvIndex): unknown {
   return {
     counters: index.counters(),
     stats: index.stats(),
-    matches: index.findMatches(T, { blockSize: 16 }).matches,
-    lora: index.findMatches(T, { blockSize: 16, lora: "Alice" }).matches,
+    matches: hooks.findMatches(index, T, { blockSize: 16 }).matches,
+    lora: hooks.findMatches(index, T, { blockSize: 16, lora: "Alice" }).matches,
   };
 }
 
@@ -144,7 +145,7 @@ describe("fuzzed corrupt frames", () => {
       .toEqual({ gaps: 0, restarts: 0, batches: 1, replayRequests: 0, applyErrors: 0 });
     // Still alive and in step: the next valid batch applies.
     s.onMessage(liveFrames(1, vllmBatch([blockRemoved(capture.hashes.slice(15))])));
-    expect(index.findMatches(T, { blockSize: 16 }).matches.find((m) => m.worker === "fz")!.blocks).toBe(15);
+    expect(hooks.findMatches(index, T, { blockSize: 16 }).matches.find((m) => m.worker === "fz")!.blocks).toBe(15);
   });
 
   describe("over a real ZeroMQ socket", () => {
@@ -172,7 +173,7 @@ describe("fuzzed corrupt frames", () => {
       expect(sub.transport.socketErrors).toBe(0);
       await engine.publish(1, vllmBatch([blockRemoved(capture.hashes.slice(15))]));
       await until(() => s!.lastSeq === 1);
-      expect(index.findMatches(T, { blockSize: 16 }).matches[0]!.blocks).toBe(15);
+      expect(hooks.findMatches(index, T, { blockSize: 16 }).matches[0]!.blocks).toBe(15);
     });
   });
 });

@@ -15,6 +15,7 @@ import { payload, sizes } from "./frame-payloads.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 import { eventually } from "./zmtp-peer.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
@@ -327,7 +328,7 @@ describe("ZmqKvEventSubscriber over the ZMTP client", () => {
     await engine.publish(2, vllmBatch([captureStored(capture, { from: 15 })]));
     await until(() => stream.lastSeq === 2 && stream.phase === "live", "seq 2 after the replay");
     await stream.settled();
-    expect(index.findMatches(capture.tokens, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 25, treeSize: 25 }]);
+    expect(hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 25, treeSize: 25 }]);
     expect(engine.requests).toEqual([1]);
     expect(kv.counters()).toMatchObject({ connects: 1, protocolErrors: 0, socketErrors: 0, gaps: 1, corruptFrames: 0 });
   });
