@@ -17,6 +17,7 @@ import { KvEventStream } from "../src/events/kv-event-stream.ts";
 import type { SubSocket, ZmqSockets } from "../src/zmq/zmq-sockets.ts";
 import { ZmqKvEventSubscriber } from "../src/zmq/kv-event-subscriber.ts";
 import { now } from "./harness.ts";
+import * as hooks from "../test/support/kv-index-hooks.ts";
 
 export type ZmqMode = "drain" | "stream" | "sink";
 
@@ -122,7 +123,7 @@ export async function zmqRuns(sockets: ZmqSockets, mode: ZmqMode, payloads: Uint
   const out: number[] = [];
   for (let i = 0; i < runs; i++) out.push(await runOnce());
   const c = rx.stream?.counters;
-  if (c && (c.corruptFrames + c.gaps + c.staleBatches + c.applyErrors > 0 || index.treeSize(worker) !== 0)) {
+  if (c && (c.corruptFrames + c.gaps + c.staleBatches + c.applyErrors > 0 || hooks.treeSize(index, worker) !== 0)) {
     throw new Error(`ZeroMQ ${mode} run lost or reordered batches: ${JSON.stringify(c)}`);
   }
   await rx.close();

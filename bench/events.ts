@@ -36,6 +36,7 @@ import { nativeSockets } from "../src/adapter/node/zmq-native.ts";
 import { engineZmtpSockets } from "../src/zmq/zmtp-sockets.ts";
 import { consume, describe, fmtRate, fmtRatio, measure, now, percentile, sinkValue, table, writeResults, type Measurement } from "./harness.ts";
 import { nodeTcpDialer } from "../src/adapter/node/tcp-dialer.ts";
+import * as hooks from "../test/support/kv-index-hooks.ts";
 
 interface Args {
   blocksPerBatch: number;
@@ -125,7 +126,7 @@ function verify(idx: KvIndex, w: Workload): string[] {
     }
     const s = new KvEventStream(idx, { worker: WORKER, blockSize: 16 });
     w.payloads[form].forEach((p, i) => s.onBatch(i, p));
-    if (idx.treeSize(WORKER) !== 0) errors.push(`${form}: ${idx.treeSize(WORKER)} blocks left after the drain`);
+    if (hooks.treeSize(idx, WORKER) !== 0) errors.push(`${form}: ${hooks.treeSize(idx, WORKER)} blocks left after the drain`);
     if (s.counters.blocksStored !== w.stats.storedBlocks || s.counters.corruptFrames > 0) errors.push(`${form}: stream counters ${JSON.stringify(s.counters)}`);
   }
   const c = idx.counters();

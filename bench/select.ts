@@ -20,6 +20,7 @@ import { ManualClock } from "../src/routing/clock.ts";
 import type { RequestHandle } from "../src/routing/request-handle.ts";
 import { Router } from "../src/routing/router.ts";
 import { environment, percentile, table, writeResults } from "./harness.ts";
+import * as hooks from "../test/support/kv-index-hooks.ts";
 
 interface Args {
   workers: number[];
@@ -104,7 +105,7 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args): Promise
   for (let f = 0; f < FAMILIES; f++) {
     const h = index.hash(makePrompt(f, -1, a.tokens), { blockSize: a.blockSize });
     const blocks = h.local.slice(0, prefixBlocks).map((local, i) => ({ hash: h.seq[i]!, local }));
-    for (let c = 0; c < CACHED_ON; c++) index.stored(`w${(f * 7 + c * 5) % workers}`, 0, null, blocks);
+    for (let c = 0; c < CACHED_ON; c++) hooks.stored(index, `w${(f * 7 + c * 5) % workers}`, 0, null, blocks);
   }
   const total = a.warmup + a.requests;
   const prompts = Array.from({ length: 256 }, (_, i) => makePrompt(i % FAMILIES, i, a.tokens));
@@ -132,13 +133,13 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args): Promise
   }
   // Cross-checks: index.route alone, and the copy of the sequence hashes the selector makes, on the same prompts.
   const alone = new Float64Array(a.requests), copy = new Float64Array(a.requests);
-  const seqOut = new BigUint64Array(Math.ceil(a.tokens / a.blockSize) + 1);
+  const seqOut = new Uint32Array(2 * (Math.ceil(a.tokens / a.blockSize) + 1));
   for (let i = 0; i < a.warmup + a.requests; i++) {
     const tokens = prompts[i % prompts.length]!;
     const t0 = performance.now();
     index.route(tokens, { blockSize: a.blockSize });
     const t1 = performance.now();
-    index.lastSequenceHashesInto(seqOut);
+    index.lastSequenceWordsInto(seqOut);
     const t2 = performance.now();
     if (i >= a.warmup) {
       alone[i - a.warmup] = (t1 - t0) * 1000;

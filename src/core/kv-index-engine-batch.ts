@@ -1,9 +1,6 @@
 /**
- * @module In-core decoding of engine KV-event batches: a vLLM/SGLang msgpack payload is copied into the core once,
- * decoded there into binary records under the ingest policy (assembly/events/engine-batch.ts), and applied from
- * where it was decoded, so no JS object, typed-array run or record copy is made per event. The core declines shapes
- * the host decodes instead (LoRA names, EAGLE pairs, other media, non-ASCII strings, oversized batches); callers
- * then use the TypeScript decoder, which gives the same records.
+ * @module In-core decoding of engine KV-event batches: the payload is copied into the core once, decoded and applied there,
+ * and the shapes it declines go to the TypeScript decoder (docs/kv-events.md#decoding).
  */
 import { IngestPolicyFlag, IngestStatus, Status, type CoreExports } from "../wasm/abi.ts";
 import { ingestBytes } from "./kv-index-options.ts";

@@ -2,33 +2,12 @@
 import { Counter, ScoreCol, Status, type CoreExports, type CounterName } from "../wasm/abi.ts";
 import { instantiateCore } from "../wasm/instantiate.ts";
 import { KvgateError, WasmTrapError } from "./errors.ts";
-import { SlotMap, type SlotKey } from "./slot-map.ts";
+import { SlotMap } from "./slot-map.ts";
+import { MatchView } from "./match-view.ts";
 import { budgetBytes, resolveOptions, type KvIndexOptions, type ResolvedKvIndexOptions } from "./kv-index-options.ts";
 import { HashSeeds, type HashOptions } from "./hash-seeds.ts";
 
 export type { HashOptions } from "./hash-seeds.ts";
-
-export interface BlockMatch extends SlotKey {
-  /** Contiguous leading blocks of the prompt the slot holds. */
-  blocks: number;
-  /** Blocks the slot holds in the index (tie-breaker). */
-  treeSize: number;
-}
-
-export interface OverlapScores {
-  /** Complete blocks in the prompt. */
-  blocks: number;
-  matches: BlockMatch[];
-}
-
-export type StoreOutcome = "applied" | "parent_not_found" | "invalid_sequence" | "capacity";
-
-export interface StoredBlock {
-  /** The engine's block hash: an opaque id used by later Removed events and as the parent of the next Stored. */
-  hash: bigint;
-  /** The router's local (content) hash of the block's tokens. */
-  local: bigint;
-}
 
 export interface ScoreColumns {
   f64: Float64Array;
@@ -42,7 +21,10 @@ export class KvIndex {
   readonly slots: SlotMap;
   /** Increments each time a trap forced the instance to be rebuilt (the rebuilt index starts empty). */
   generation = 0;
+  /** Told after a trap rebuilt the instance empty, for an owner that must re-sync or log. */
   onReset?: (error: WasmTrapError) => void;
+  /** The (slot, depth) pairs of the last match, read in place; one object for the index's lifetime. */
+  readonly matches = new MatchView();
 
   #module: WebAssembly.Module;
   #core!: CoreExports;
@@ -52,8 +34,7 @@ export class KvIndex {
   #u32!: Uint32Array;
   #u64!: BigUint64Array;
   #f64!: Float64Array;
-  /** Region offsets fixed at init (in u32 units), read once so hot accessors make no WASM call. */
-  #outU32 = 0;
+  /** The tree-size region's offset (in u32 units), fixed at init: read once so the hot accessor makes no WASM call. */
   #sizesU32 = 0;
   #scoreView: ScoreColumns | undefined;
 
@@ -89,7 +70,7 @@ export class KvIndex {
     this.#u32 = new Uint32Array(buf);
     this.#u64 = new BigUint64Array(buf);
     this.#f64 = new Float64Array(buf);
-    this.#outU32 = this.#core.out_ptr() >>> 2;
+    this.matches.bind(this.#u32, this.#core.out_ptr() >>> 2);
     this.#sizesU32 = this.#core.sizes_ptr() >>> 2;
     this.#scoreView = undefined;
   }
@@ -150,11 +131,7 @@ export class KvIndex {
   }
 
   #growPrompt(c: CoreExports, need: number): void {
-    const max = this.options.maxPromptTokens;
-    if (need > max) throw new KvgateError("KVGATE_ERR_PROMPT_TOO_LONG", `prompt of ${need} tokens exceeds maxPromptTokens ${max}`);
-    const next = Math.min(max, Math.max(need, c.tokens_cap() * 2));
-    const st = c.grow_prompt(next, next);
-    if (st !== Status.OK) throw statusError(st, "grow_prompt");
+    growPrompt(c, need, this.options.maxPromptTokens);
     this.#views();
   }
 
@@ -176,39 +153,11 @@ export class KvIndex {
   }
 
   /**
-   * Hot path: hashes the prompt and matches it in one crossing. Returns how many slots matched; read them with
-   * `matchSlot(i)` / `matchDepth(i)` before the next call. `lastBlocks` tells the prompt's block count.
+   * Hot path: hashes the prompt and matches it in one crossing. Returns how many slots matched; read them through
+   * `matches` before the next call. `lastBlocks` tells the prompt's block count.
    */
   route(tokens: ArrayLike<number>, opts: HashOptions): number {
     return this.#guard("route", (c) => this.#hashCall(c, tokens, opts, "route"));
-  }
-
-  /** Hashes the prompt only (block count returned); `matchLast()` then matches it. For callers timing the phases apart. */
-  hashOnly(tokens: ArrayLike<number>, opts: HashOptions): number {
-    return this.#guard("hash_prompt", (c) => this.#hashCall(c, tokens, opts, "hash_prompt"));
-  }
-
-  /** Matches the last hashed prompt; same result form as `route`. */
-  matchLast(): number {
-    return this.#guard("find_matches", (c) => {
-      const n = c.find_matches(c.last_blocks());
-      if (n < 0) throw statusError(n, "find_matches");
-      return n;
-    });
-  }
-
-  /**
-   * Copies the last hashed prompt's sequence hashes into `out` (no BigInt is created) and returns how many; `out`
-   * must hold `lastBlocks` values. Read them as u32 pairs through `new Uint32Array(out.buffer)` to stay BigInt-free.
-   */
-  lastSequenceHashesInto(out: BigUint64Array): number {
-    return this.#guard("seq", (c) => {
-      const n = c.last_blocks();
-      if (out.length < n) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `need room for ${n} hashes, got ${out.length}`);
-      const sp = c.seq_ptr() >>> 3;
-      out.set(this.#u64.subarray(sp, sp + n));
-      return n;
-    });
   }
 
   /**
@@ -225,76 +174,15 @@ export class KvIndex {
     });
   }
 
-  /** Tree size by slot number (no string key built). */
+  /** Blocks the slot holds in the index (tree size), by slot number: no string key built. */
   treeSizeOfSlot(slot: number): number {
-    return this.#treeSize(slot);
-  }
-
-  matchSlot(i: number): number {
-    return this.#u32[this.#outU32 + 2 * i]!;
-  }
-
-  matchDepth(i: number): number {
-    return this.#u32[this.#outU32 + 2 * i + 1]!;
-  }
-
-  get lastBlocks(): number {
-    return this.#core.last_blocks();
-  }
-
-  /** Benchmark floor only: copies `tokens` into the TOKENS region as `route` does, and does nothing else. */
-  copyTokensForBench(tokens: Uint32Array): void {
-    this.#guard("copy_tokens", (c) => {
-      if (tokens.length > c.tokens_cap()) this.#growPrompt(c, tokens.length);
-      this.#u32.set(tokens, c.tokens_ptr() >>> 2);
-    });
-  }
-
-  /** Sequence hashes of the last hashed prompt (a copy). */
-  lastSequenceHashes(): bigint[] {
-    return this.#guard("seq", (c) => {
-      const sp = c.seq_ptr() >>> 3;
-      return Array.from(this.#u64.subarray(sp, sp + c.last_blocks()));
-    });
-  }
-
-  /** Overlap of a prompt with every slot, as objects (friendly form of `route`). */
-  findMatches(tokens: ArrayLike<number>, opts: HashOptions): OverlapScores {
-    const n = this.route(tokens, opts);
-    return { blocks: this.lastBlocks, matches: this.#collect(n) };
-  }
-
-  /** Overlap for already-computed sequence hashes. */
-  findMatchesByHashes(seq: ArrayLike<bigint>): OverlapScores {
-    return this.#guard("find_matches", (c) => {
-      if (seq.length > c.blocks_cap()) this.#growPrompt(c, seq.length);
-      const sp = c.seq_ptr() >>> 3;
-      for (let i = 0; i < seq.length; i++) this.#u64[sp + i] = BigInt.asUintN(64, seq[i]!);
-      const n = c.find_matches(seq.length);
-      if (n < 0) throw statusError(n, "find_matches");
-      return { blocks: seq.length, matches: this.#collect(n) };
-    });
-  }
-
-  #collect(n: number): BlockMatch[] {
-    const out: BlockMatch[] = [];
-    for (let i = 0; i < n; i++) {
-      const slot = this.matchSlot(i);
-      const key = this.slots.at(slot);
-      if (key) out.push({ ...key, blocks: this.matchDepth(i), treeSize: this.#treeSize(slot) });
-    }
-    return out;
-  }
-
-  #treeSize(slot: number): number {
     this.#views();
     return this.#u32[this.#sizesU32 + slot]!;
   }
 
-  /** Blocks (worker, rank) holds in the index; 0 for an unknown pair. */
-  treeSize(worker: string, dpRank = 0): number {
-    const slot = this.slots.get(worker, dpRank);
-    return slot === undefined ? 0 : this.#treeSize(slot);
+  /** Blocks in the last hashed prompt. */
+  get lastBlocks(): number {
+    return this.#core.last_blocks();
   }
 
   /** The slot of (worker, rank), opening it in the core the first time. */
@@ -302,53 +190,6 @@ export class KvIndex {
     const { slot, fresh } = this.slots.acquire(worker, dpRank);
     if (fresh) this.#guard("slot_open", (c) => c.slot_open(slot));
     return slot;
-  }
-
-  /** Applies a Stored event: blocks extend `parent` (an engine hash of the same worker rank) or start a prompt. */
-  stored(worker: string, dpRank: number, parent: bigint | null, blocks: readonly StoredBlock[]): StoreOutcome {
-    const slot = this.slotFor(worker, dpRank);
-    return this.#guard("store_blocks", (c) => {
-      const cap = c.io_cap();
-      let outcome: StoreOutcome = "applied";
-      for (let start = 0; start < blocks.length || start === 0; start += cap) {
-        const part = blocks.slice(start, start + cap);
-        const p = start === 0 ? parent : blocks[start - 1]!.hash;
-        const io = c.io_ptr() >>> 3;
-        for (let i = 0; i < part.length; i++) {
-          this.#u64[io + 2 * i] = BigInt.asUintN(64, part[i]!.hash);
-          this.#u64[io + 2 * i + 1] = BigInt.asUintN(64, part[i]!.local);
-        }
-        const pv = p === null ? 0n : BigInt.asUintN(64, p);
-        const st = c.store_blocks(slot, p === null ? 0 : 1, Number(pv & 0xffffffffn) | 0, Number(pv >> 32n) | 0, part.length);
-        outcome = storeOutcome(st);
-        if (outcome !== "applied" || blocks.length === 0) break;
-      }
-      return outcome;
-    });
-  }
-
-  /** Applies a Removed event; returns how many hashes the index did not know (they are skipped). */
-  removed(worker: string, dpRank: number, hashes: readonly bigint[]): number {
-    const slot = this.slots.get(worker, dpRank);
-    if (slot === undefined) return hashes.length;
-    return this.#guard("remove_blocks", (c) => {
-      const cap = 2 * c.io_cap();
-      let unknown = 0;
-      for (let start = 0; start < hashes.length; start += cap) {
-        const part = hashes.slice(start, start + cap);
-        const io = c.io_ptr() >>> 3;
-        for (let i = 0; i < part.length; i++) this.#u64[io + i] = BigInt.asUintN(64, part[i]!);
-        const st = c.remove_blocks(slot, part.length);
-        if (st < 0) throw statusError(st, "remove_blocks");
-        unknown += st;
-      }
-      return unknown;
-    });
-  }
-
-  /** Applies a Cleared event: every block of every rank of `worker`; the worker stays known. */
-  cleared(worker: string): void {
-    for (const slot of this.slots.slotsOf(worker)) this.#guard("clear_slot", (c) => c.clear_slot(slot));
   }
 
   /** Forgets a worker (all ranks) or one of its ranks, dropping its blocks and freeing the slots. */
@@ -387,19 +228,6 @@ export class KvIndex {
     });
   }
 
-  /** Approximate mode with explicit sequence hashes (position i = depth i). */
-  recordHashes(worker: string, dpRank: number, seq: ArrayLike<bigint>, now: number, ttlMs = this.options.approxTtlMs): number {
-    const slot = this.slotFor(worker, dpRank);
-    return this.#guard("record_route", (c) => {
-      if (seq.length > c.blocks_cap()) this.#growPrompt(c, seq.length);
-      const sp = c.seq_ptr() >>> 3;
-      for (let i = 0; i < seq.length; i++) this.#u64[sp + i] = BigInt.asUintN(64, seq[i]!);
-      const r = c.record_route(slot, seq.length, now, ttlMs);
-      if (r < 0) throw statusError(r, "record_route");
-      return r;
-    });
-  }
-
   /** Drops approximate blocks whose TTL ran out by `now`; returns how many. */
   expire(now: number): number {
     return this.#guard("expire", (c) => c.expire(now));
@@ -413,7 +241,6 @@ export class KvIndex {
       return this.#scoreView;
     });
   }
-
 
   counters(): Record<CounterName, number> {
     return this.#guard("counters", (c) => {
@@ -431,33 +258,24 @@ export class KvIndex {
     }));
   }
 
-  // ---- Engine batch ingest (src/core/kv-index-engine-batch.ts) -------------------------------------------------
   /**
    * Runs `fn` against the core under the trap guard (a trap rebuilds the instance, bumps `generation` and throws
-   * WasmTrapError). For in-core decoding of engine KV-event batches, which keeps its own regions and views.
+   * WasmTrapError), with the index's views fresh on entry. For code that drives core regions of its own: in-core
+   * decoding of engine batches (kv-index-engine-batch.ts), and the test and bench helpers.
    */
   withCore<T>(what: string, fn: (core: CoreExports) => T): T {
     return this.#guard(what, fn);
-  }
-  // ---- end engine batch ingest ----------------------------------------------------------------------------------
-
-  /** Fault injection for tests of the recovery path. */
-  induceTrap(): never {
-    this.#guard("debug_trap", (c) => c.debug_trap());
-    throw new KvgateError("KVGATE_ERR_STATE", "debug_trap returned");
   }
 }
 
 export { ScoreCol };
 
-function storeOutcome(st: number): StoreOutcome {
-  switch (st) {
-    case Status.OK: return "applied";
-    case Status.PARENT_NOT_FOUND: return "parent_not_found";
-    case Status.INVALID_SEQUENCE: return "invalid_sequence";
-    case Status.CAPACITY: return "capacity";
-    default: throw statusError(st, "store_blocks");
-  }
+/** Grows the prompt regions (tokens and blocks alike) to hold `need`, at least doubling, within `max` tokens. */
+export function growPrompt(c: CoreExports, need: number, max: number): void {
+  if (need > max) throw new KvgateError("KVGATE_ERR_PROMPT_TOO_LONG", `prompt of ${need} tokens exceeds maxPromptTokens ${max}`);
+  const next = Math.min(max, Math.max(need, c.tokens_cap() * 2));
+  const st = c.grow_prompt(next, next);
+  if (st !== Status.OK) throw statusError(st, "grow_prompt");
 }
 
 export function statusError(st: number, what: string): KvgateError {

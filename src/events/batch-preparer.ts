@@ -1,9 +1,6 @@
 /**
- * @module Turns one engine KVEventBatch payload into kvgate binary records for one worker, applying the ingest
- * policy (tier, group, block size, token count, LoRA, extra keys). Decoding finishes before anything is applied, so
- * a corrupt payload throws with the index untouched; a valid one is applied later. The core decodes the common
- * shapes itself (kv-index-engine-batch.ts) and keeps the records where it will apply them; the batches it declines
- * are decoded here in TypeScript into the same records, applied in one `applyBatch` per chunk.
+ * @module Turns one engine KVEventBatch payload into index records for one worker under the ingest policy: in the WASM
+ * core when it can, else with the TypeScript decoder, which gives the same records (docs/kv-events.md#decoding).
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";

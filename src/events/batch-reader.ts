@@ -1,7 +1,6 @@
 /**
- * @module Reads a KVEventBatch envelope in either shape engines send, `[ts, events, dp_rank?, …]` or a map
- * `{ts, events, data_parallel_rank | attn_dp_rank | dp_rank}`, handing each event to a callback as it is read. The
- * whole payload must be consumed: trailing bytes mean the frame is not what it claims to be.
+ * @module Reads a KVEventBatch envelope in either shape engines send (array or map, docs/kv-events.md), handing each event
+ * to a callback as it is read.
  */
 import { corruptEvent, type MsgpackCursor } from "./msgpack-cursor.ts";
 import type { EventScratch } from "./event-scratch.ts";

@@ -1,8 +1,6 @@
 /**
- * @module Writes decoded engine events as kvgate's binary event records (format and buffer in
- * src/core/event-encoder.ts) by copying typed-array runs, not value by value, and hands them to `KvIndex.applyBatch`
- * in chunks that respect the core's buffer sizes. Slots are patched after the batch is read because vLLM puts the
- * dp rank after the events. The core's own decoder (assembly/events/record-writer.ts) writes the same records.
+ * @module Writes decoded engine events as the core's binary records (src/core/event-encoder.ts) by copying typed-array
+ * runs, and applies them in chunks the core's buffers hold; slots are set last, as the batch names its rank last.
  */
 import { EventKind, RecordBuffer } from "../core/event-encoder.ts";
 import { KvgateError } from "../core/errors.ts";

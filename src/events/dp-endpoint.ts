@@ -1,8 +1,4 @@
-/**
- * @module Where data-parallel rank r of an engine publishes: vLLM and SGLang offset a tcp port by r and suffix
- * inproc (and, by the same rule here, ipc) names with `_dp{r}`, for the live and the replay endpoint alike
- * (engine-interop.md §2.3). Rank 0 keeps the configured endpoint.
- */
+/** @module Where data-parallel rank r of an engine publishes its live and replay events (docs/kv-events.md#on-the-wire). */
 import { KvgateError } from "../core/errors.ts";
 
 export function endpointForRank(endpoint: string, rank: number): string {

@@ -1,7 +1,6 @@
 /**
- * @module Reads one engine KV event (vLLM or SGLang; legacy positional array or tagged map) into a reusable scratch
- * record of typed arrays, so a batch of thousands of blocks is decoded without allocating per block. Field names
- * and positions follow vllm/distributed/kv_events.py through every version (engine-interop.md §2.1–2.2, §3).
+ * @module Reads one engine KV event (array or map form, docs/kv-events.md) into a reusable typed-array record, so a batch
+ * of thousands of blocks decodes without allocating per block.
  */
 import { corruptEvent, type MsgpackCursor } from "./msgpack-cursor.ts";
 import { readCommonRemoved } from "./removed-fast-path.ts";

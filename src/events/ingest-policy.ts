@@ -1,7 +1,6 @@
 /**
- * @module Which engine events become index entries: the worker's block size, storage tiers and their weights,
- * the KV-cache group, and what to do with blocks kvgate cannot hash the engine's way. Kept apart from decoding so
- * the rules are stated once and read in one place.
+ * @module Which engine events become index entries (block size, storage tiers, KV-cache group, extra keys): the rules
+ * stated once, apart from decoding.
  */
 import { KvgateError } from "../core/errors.ts";
 

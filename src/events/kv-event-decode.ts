@@ -1,8 +1,6 @@
 /**
- * @module Decodes a vLLM/SGLang KVEventBatch payload into plain event objects, with the same reader and rules as the
- * ingestion hot path (batch as array or map; events as positional arrays or tagged maps; uint64, negative int64 or
- * `bin` hashes; flat or EAGLE-bigram token ids; unknown tags and fields skipped). For tests, the simulated engine's
- * receivers and debugging; the router itself decodes straight to binary records (batch-preparer.ts).
+ * @module Decodes a KVEventBatch into plain event objects with the hot path's reader and rules, for tests, the simulated
+ * engine and debugging; the router itself decodes straight to records (batch-preparer.ts).
  */
 import { readKvEventBatch } from "./batch-reader.ts";
 import { EventScratch, TAG_CLEARED, TAG_REMOVED, TAG_STORED } from "./event-scratch.ts";

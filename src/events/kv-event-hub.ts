@@ -1,7 +1,6 @@
 /**
- * @module The set of engine KV-event streams feeding one index, keyed by (worker, dp rank), with totals the
- * gateway's /metrics reads. Transports (the ZeroMQ subscriber today, an HTTP bridge later) open streams here and
- * push frames into them; totals keep counting across streams that were closed so Prometheus counters never drop.
+ * @module The engine KV-event streams feeding one index, keyed by (worker, dp rank), with totals that outlive closed
+ * streams so the Prometheus counters on /metrics never go down.
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";

@@ -1,8 +1,6 @@
 /**
- * @module One engine publisher's KV-event stream into the index: decode, then order by sequence number. A gap asks
- * the engine's replay socket for the missing batches while live ones are held; a replay that cannot fill the gap
- * clears the worker's entries and marks it cold; a sequence number going back means the engine restarted. Nothing
- * here throws to the caller, and a frame that does not decode changes no state at all.
+ * @module One engine publisher's KV-event stream into the index: decode, order by sequence number, and recover from gaps and
+ * restarts (docs/kv-events.md#ordering-and-recovery); nothing here throws to the caller.
  */
 import { isKvgateError, type KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";

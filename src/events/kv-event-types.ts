@@ -1,10 +1,6 @@
 /**
- * @module vLLM's KV-cache events as plain objects (field names of vllm/distributed/kv_events.py): what the simulated
- * engine emits and what the object decoder returns. The ingestion hot path never builds these; it decodes straight
- * to the index's binary records (batch-preparer.ts).
- *
- * Block hashes are opaque ids per (worker, rank): vLLM publishes the low 64 bits of its own sha256 chain, SGLang a
- * signed 64-bit value (folded to uint64 here), the simulated engine its XXH3 sequence hash.
+ * @module vLLM's KV-cache events as plain objects (docs/kv-events.md): what the simulated engine emits and the object
+ * decoder returns; the ingestion hot path never builds them.
  */
 
 /** vLLM's `MEDIUM_GPU`. */

@@ -1,10 +1,6 @@
 /**
- * @module The body a KV-event bridge POSTs to /admin/kv-events: several engine messages, each forwarded as it came
- * off the engine's ZeroMQ socket — the 8-byte sequence frame, the topic and the msgpack payload, byte for byte — so
- * the router, not the bridge, decodes, orders and judges them (one sequence logic for every transport).
- *
- * Layout (content-type `application/vnd.kvgate.kv-frames`): the magic `KVF1`, then per message
- * `seq (8 bytes, big-endian, the engine's own frame) | topic length (u16 BE) | topic | payload length (u32 BE) | payload`.
+ * @module The body `kvgate bridge` POSTs to /admin/kv-events: engine messages forwarded byte for byte, so the router
+ * decodes and orders them itself (layout in docs/kv-events.md#transports-into-the-streams).
  */
 import { KvgateError } from "../core/errors.ts";
 

@@ -1,7 +1,6 @@
 /**
- * @module A bounds-checked msgpack reader that walks bytes in place: the event decoder reads hashes and token ids
- * straight into typed arrays instead of materialising a JS object tree, which is what keeps ingestion near the
- * core's own apply rate. Every read validates its type code and length; any violation throws one typed error.
+ * @module A bounds-checked msgpack reader that walks bytes in place, so the event decoder reads hashes and token ids
+ * straight into typed arrays instead of building a JS object tree.
  */
 import { KvgateError } from "../core/errors.ts";
 

@@ -1,7 +1,6 @@
 /**
- * @module vLLM sends one BlockRemoved per evicted block, so on a busy engine they are most of the events. This reads
- * the exact byte shapes msgspec gives such an event (one uint64 hash, medium "GPU" or none, group_idx or none; array
- * or map form) by comparing against pre-encoded templates; anything else falls through to the general reader.
+ * @module BlockRemoved events, one per evicted block, are most of a busy stream: this matches their exact msgspec byte
+ * shapes against pre-encoded templates before the general reader runs.
  */
 import type { MsgpackCursor } from "./msgpack-cursor.ts";
 

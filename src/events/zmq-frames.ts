@@ -1,7 +1,6 @@
 /**
- * @module The ZeroMQ framing of engine KV events, without the socket: live messages `[topic, seq (u64 BE), payload]`,
- * replay requests `[b"", start seq]` and replies with or without the topic frame, closed by the END marker
- * (seq = -1, ff×8). Runtime-neutral so an HTTP bridge can hand the same frames to the same stream.
+ * @module The ZeroMQ framing of engine KV events without the socket (docs/kv-events.md#on-the-wire): runtime-neutral, so
+ * frames the bridge forwards over HTTP reach the same stream.
  */
 
 export interface SeqFrame {

@@ -1,17 +1,6 @@
 /**
- * @module Conditional disaggregation: whether a request of a disaggregated model is prefilled on a prefill worker
- * (remote) or on the decode worker that will stream it (local), and why — the reason is a metric label.
- *
- * vLLM flow, in order (as Dynamo's prefill router decides):
- * 1. a client pin on a prefill worker (`kvgate.worker_id`) forces remote prefill;
- * 2. local when the decode worker kvgate would pick (KV-aware over the decode pool) already holds all but fewer than
- *    `--disagg-local-prefill-below` prompt tokens: moving so little work costs more than it saves;
- * 3. local when no prefill worker is healthy, or the prefill pool is busy: every prefill worker over a busy threshold,
- *    the pool saturated (a prefill would queue), or the prefill worker kvgate would pick holding more than
- *    `--disagg-prefill-busy-frac` × its max_batched_tokens of prefill (the router's busy probe);
- * 4. otherwise remote.
- * The SGLang flow has no local path (an SGLang decode server in PD mode cannot prefill on its own), so it is always
- * remote and an empty prefill pool is a 503.
+ * @module Conditional disaggregation: whether a request is prefilled on a prefill worker or on its decode worker, and why
+ * (the reason is a metric label); the rules are in docs/disaggregation.md.
  */
 import { isKvgateError } from "../core/errors.ts";
 import type { WorkerTarget } from "../routing/index.ts";

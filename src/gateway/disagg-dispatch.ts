@@ -1,24 +1,6 @@
 /**
- * @module Disaggregated prefill/decode dispatch, the two flows production engines use. It stands in for dispatch()
- * when the request's model has decode-role workers, and resolves like it: with the decode worker's response (the
- * client's stream, relayed by SseRelay or read whole), its booking and signals, so streaming, retries, migration and
- * client aborts work unchanged on the decode leg.
- *
- * - vLLM (`--disaggregation vllm`, NixlConnector): decide remote or local prefill (disagg-decide.ts). Remote: the
- *   prefill worker gets the request with `max_tokens: 1` (and `max_completion_tokens: 1`), `stream: false`, no
- *   stream options or min tokens, and `kv_transfer_params: {do_remote_decode: true, ...}`; its answer's
- *   `kv_transfer_params` are copied unchanged into the request the decode worker streams. The decode worker is
- *   chosen by load only (its KV arrives by transfer) and its booking carries no prefill load. A prefill leg that fails
- *   falls back to local prefill on the decode worker (reason `prefill_failed`), unless the client pinned the prefill
- *   worker; a prefill 4xx goes back to the client as is.
- * - SGLang (`--disaggregation sglang`): a prefill worker is booked (KV-aware), a random 63-bit `bootstrap_room` and
- *   the prefill worker's `bootstrap_host` / `bootstrap_port` are added, and the request goes to the prefill and
- *   a decode worker at once; the client reads the decode's stream. If either leg fails before the decode answers,
- *   the other is stopped and both are retried on other workers while the retry budget lasts (then a 502/504).
- *
- * Booking: the prefill booking ends when the prefill's answer is complete (or fails, or the client leaves); the
- * decode booking lives with the client's stream. Responses carry `x-kvgate-prefill` (remote|local),
- * `x-kvgate-prefill-reason` and, when remote, `x-kvgate-prefill-worker`.
+ * @module Disaggregated dispatch in the vLLM and SGLang flows (docs/disaggregation.md), standing in for dispatch() so
+ * streaming, retries, migration and client aborts work unchanged on the decode leg.
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { decidePrefill, legTargets, type Decision } from "./disagg-decide.ts";

@@ -1,7 +1,6 @@
 /**
- * @module The prefill leg of a disaggregated request: route it KV-aware over the prefill pool (its own booking, under
- * its own request id), send it, read the whole answer, and end the booking exactly once — finished when the answer
- * is complete, failed when the worker fails, cancelled when the client leaves. The decode leg is the caller's.
+ * @module The prefill leg of a disaggregated request: routed KV-aware over the prefill pool under its own booking, which
+ * ends exactly once (docs/disaggregation.md#bookings-cancellation-failures).
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { queueRejectedError, type RequestHandle, type RouteSignals, type WorkerTarget } from "../routing/index.ts";

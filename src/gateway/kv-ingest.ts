@@ -1,13 +1,6 @@
 /**
- * @module KV-event ingest: every transport feeds the same per-(worker, dp rank) streams (src/events), so all obey one
- * ingest policy and one sequence logic — duplicates dropped, a gap without replay clears the rank and marks the
- * worker cold, a sequence number going back is an engine restart. Three transports:
- *  - HTTP, one batch per POST (the sim's HttpPushSink: `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq`);
- *  - HTTP, many raw engine messages per POST from `kvgate bridge` (src/events/kv-frames.ts), made idempotent by the
- *    bridge's (session, post number) so a retried POST is never applied twice;
- *  - ZeroMQ straight from the engine, for workers with a zmq_endpoint, through a transport the runtime adapter
- *    supplies (Node, Bun and Deno; Workers have none and refuse such workers with a clear error).
- * A worker whose view goes cold is reported to the router, which then scores it as caching nothing until rebuilt.
+ * @module KV-event ingest: every transport (HTTP push, kvgate bridge, ZeroMQ) feeds the same per-(worker, rank) streams, so
+ * one policy and one sequence logic hold for all (docs/kv-events.md#transports-into-the-streams).
  */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";

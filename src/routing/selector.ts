@@ -89,9 +89,10 @@ export class Selector {
     const promptBlocks = this.index.lastBlocks;
     const t1 = this.fine();
     const gen = this.#nextGeneration();
+    const matches = this.index.matches;
     for (let i = 0; i < matched; i++) {
-      const slot = this.index.matchSlot(i);
-      this.#overlap[slot] = this.index.matchDepth(i);
+      const slot = matches.slot(i);
+      this.#overlap[slot] = matches.depth(i);
       this.#stamp[slot] = gen;
     }
     let best = 0;

@@ -1,8 +1,6 @@
 /**
- * @module What a request body asks of a disaggregated engine, read the way the simulated engine understands it:
- * vLLM's `kv_transfer_params` (NIXL connector fields) and SGLang's `bootstrap_host` / `bootstrap_port` /
- * `bootstrap_room`. Malformed fields are a 400, so a router bug shows up as a clear error instead of a silent
- * aggregated answer.
+ * @module What a request body asks of a disaggregated engine (kv_transfer_params, bootstrap_*; docs/disaggregation.md);
+ * malformed fields are a 400, so a router bug shows instead of a silent aggregated answer.
  */
 import { KvgateError } from "../core/errors.ts";
 

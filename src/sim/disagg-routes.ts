@@ -1,12 +1,6 @@
 /**
- * @module The prefill engine's transfer endpoints (what a NIXL side channel and an SGLang bootstrap server do, over
- * the engine's own HTTP port):
- *
- *   POST /kv_transfer/read  {remote_engine_id, remote_request_id, remote_block_ids}
- *        → 200 {engine_id, block_size, token_ids}; the blocks are released here. 404 when nothing is kept for the
- *          request (expired, already read), 409 when the engine id or block ids do not match.
- *   POST /bootstrap/take    {bootstrap_room, wait_ms}
- *        → 200 as above once the room's prefill finished; 410 when it failed; 404 when nothing arrived in wait_ms.
+ * @module The prefill engine's transfer endpoints, POST /kv_transfer/read and POST /bootstrap/take, on its own HTTP port
+ * (docs/disaggregation.md#the-simulated-engines).
  */
 import type { Hono } from "hono";
 import { KvgateError } from "../core/errors.ts";

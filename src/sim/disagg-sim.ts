@@ -1,20 +1,6 @@
 /**
- * @module Disaggregated prefill/decode in the simulated engine, both flows, over plain HTTP between engines:
- *
- * - vLLM (NIXL connector): a prefill-role engine given `kv_transfer_params.do_remote_decode` runs the request,
- *   keeps the prompt's blocks pinned (disagg-staging.ts) and answers with `kv_transfer_params` naming them
- *   (`remote_engine_id`, `remote_request_id`, `remote_block_ids`, `remote_host`, `remote_port`). A decode-role
- *   engine given those params reads the blocks from `POST http://remote_host:remote_port/kv_transfer/read` before
- *   it schedules the request, which frees them on the prefill side.
- * - SGLang: both engines get `bootstrap_host/port/room`. The prefill-role engine opens the room, prefills (one
- *   output token) and stages its blocks in the room; the decode-role engine waits on
- *   `POST http://bootstrap_host:bootstrap_port/bootstrap/take` until the room's KV is there, the prefill failed, or
- *   `bootstrapTimeoutMs` passed (then the decode fails with a 504).
- *
- * What moves is the blocks' token ids (the sim's KV "content"); the decode checks they are its own prompt's leading
- * tokens, then schedules the request with them as already computed: they count as cached tokens in usage, occupy
- * its KV cache and are published as BlockStored events, as on a real decode worker. A failed read fails the decode
- * request (502/504) rather than silently recomputing, so a router mistake is visible.
+ * @module Both disaggregated flows in the simulated engine, over plain HTTP between engines, so kvgate's disaggregation can
+ * be tested end to end (docs/disaggregation.md#the-simulated-engines).
  */
 import { KvgateError } from "../core/errors.ts";
 import { authority, readDisaggAsk, type BootstrapInfo, type RemotePrefillParams } from "./disagg-params.ts";

@@ -1,11 +1,6 @@
 /**
- * @module The prefill engine's side of a KV transfer: a finished prefill's blocks stay referenced (pinned) under a
- * key until the decode engine reads them, or until a timeout releases them — what a vLLM NIXL prefill worker does
- * with `do_remote_decode` requests (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) and an SGLang prefill server with a bootstrap
- * room. SGLang's decode may ask before the prefill even arrived, so a reader can wait for a key to settle.
- *
- * Memory is bounded: at most `maxEntries` keys (the oldest settled one is released to make room) and
- * `maxWaiters` readers waiting at once.
+ * @module The prefill engine's side of a KV transfer: a finished prefill's blocks stay pinned until read or timed out,
+ * within a bounded number of keys and waiters (docs/disaggregation.md#the-simulated-engines).
  */
 import { KvgateError } from "../core/errors.ts";
 import type { CancelTimer } from "./sim-clock.ts";

@@ -1,14 +1,6 @@
 /**
- * @module Pushes KV-event batches to a router over HTTP: each batch is POSTed as raw msgpack with the publisher's
- * identity and sequence number in headers. Steps are coalesced (flush every `flushIntervalMs` or `maxBatchEvents`),
- * one request is in flight at a time so batches arrive in order, failed sends are retried with backoff, and the
- * queue is bounded: when the router stays unreachable the oldest batches are dropped and counted, and the receiver
- * sees the gap in `x-kvgate-seq`.
- *
- * Contract for the receiver: body = one msgpack KVEventBatch (kv-event-codec.ts); headers `content-type:
- * application/msgpack`, `x-kvgate-worker`, `x-kvgate-dp-rank`, `x-kvgate-seq` (0, 1, 2, … per sink; a jump means
- * lost batches, a return to 0 a restarted engine), `authorization: Bearer <token>` when configured. Any 2xx
- * accepts the batch; 408, 429, 5xx and network errors are retried; other 4xx drop the batch (counted `rejected`).
+ * @module Pushes the simulated engine's KV-event batches to a router over HTTP, in order, retried and bounded (the
+ * receiver's contract: docs/kv-events.md#transports-into-the-streams).
  */
 import type { KvCacheEvent } from "./kv-events.ts";
 import { KvBatchSequencer, type EncodedKvBatch, type KvEventSink } from "./kv-event-sink.ts";

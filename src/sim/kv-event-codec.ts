@@ -1,11 +1,6 @@
 /**
- * @module msgpack encoding of vLLM KVEventBatch payloads, byte-for-byte as msgspec writes them, in both event
- * encodings: "array" (legacy `array_like` structs, tag first, positional; vLLM ≤ 0.25) and "map" (tagged maps with a
- * `type` key; vLLM ≥ 0.26). The batch itself stays `[ts, events, data_parallel_rank]` in both.
- *
- * msgspec details reproduced (engine-interop.md §6.1, §6.4): `ts` is always float64; integers take their shortest
- * form (so a hash below 2^32 is not widened to uint64); fields without defaults are written as nil; in the array
- * form trailing defaulted fields are dropped, in the map form every defaulted field is dropped.
+ * @module msgpack encoding of vLLM KVEventBatch payloads, byte for byte as msgspec writes them, in both event encodings
+ * (docs/kv-events.md#the-batch).
  */
 import { encode } from "@msgpack/msgpack";
 import type { KvCacheEvent, KvEventBatch } from "./kv-events.ts";

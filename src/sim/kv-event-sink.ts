@@ -1,7 +1,6 @@
 /**
- * @module Where a simulated engine's KV events go. The engine hands each step's events to every sink; a sink owns
- * batching, encoding and the per-publisher sequence number (one number per batch it emits, starting at 0, like
- * vLLM's ZMQ publisher). Transports (HTTP push here, ZeroMQ later) implement the same interface.
+ * @module Where a simulated engine's KV events go: a sink batches, encodes and numbers them per publisher from 0, as
+ * vLLM's ZeroMQ publisher does.
  */
 import type { KvCacheEvent, KvEventBatch } from "./kv-events.ts";
 import { encodeKvEventBatch, type KvEventEncoding } from "./kv-event-codec.ts";

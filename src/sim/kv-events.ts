@@ -1,10 +1,6 @@
 /**
- * @module vLLM's KV-cache events as the simulated engine emits them (vllm/distributed/kv_events.py field names).
- *
- * Block hashes: the sim publishes each block's chained **sequence hash** (u64; XXH3 seed 1337 over the parent's
- * sequence hash and the block's local hash, see block-hasher.ts) as `block_hashes` / `parent_block_hash`. vLLM
- * publishes the low 64 bits of its own sha256 chain instead; consumers must treat the value as an opaque id
- * either way (kvgate's router hashes `token_ids` itself), and the sim's choice lets tests compare directly.
+ * @module vLLM's KV-cache events as the simulated engine emits them; its block hash is its own XXH3 sequence hash, opaque
+ * to the router like vLLM's, so tests can compare directly (docs/kv-events.md).
  */
 
 import { MEDIUM_GPU, type AllBlocksClearedEvent, type BlockRemovedEvent, type BlockStoredEvent } from "../events/kv-event-types.ts";

@@ -10,6 +10,7 @@ import { BridgeSender } from "../../src/bridge/bridge-sender.ts";
 import { fakeGateway } from "../gateway/fake-workers.ts";
 import { TOKEN } from "../gateway/helpers.ts";
 import { blockRemoved, captureStored, loadCapture, vllmBatch } from "../events/helpers.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const enc = new TextEncoder();
@@ -20,7 +21,7 @@ const batches = [vllmBatch([captureStored(capture)]), ...capture.hashes.slice(1)
 async function setup() {
   const g = await fakeGateway(2, [], ",kv_events=true,block_size=16");
   const gwFetch: typeof fetch = (input, init) => Promise.resolve(g.gw.fetch(new Request(input as string, init)));
-  const matched = () => g.gw.state.index.findMatches(capture.tokens, { blockSize: 16 }).matches.find((m) => m.worker === "w1")?.blocks ?? 0;
+  const matched = () => hooks.findMatches(g.gw.state.index, capture.tokens, { blockSize: 16 }).matches.find((m) => m.worker === "w1")?.blocks ?? 0;
   return { ...g, gwFetch, matched };
 }
 

@@ -8,11 +8,12 @@ import { ALL_BLOCKS_CLEARED, blockRemoved, captureStored, loadCapture, until, vl
 import { TestEngine } from "./zmq-engine.ts";
 import { nodeTcpDialer } from "../../src/adapter/node/tcp-dialer.ts";
 import { nativeSockets } from "../../src/adapter/node/zmq-native.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 
 function matched(index: KvIndex, worker: string): number {
-  const m = index.findMatches(capture.tokens, { blockSize: 16 }).matches.find((x) => x.worker === worker);
+  const m = hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches.find((x) => x.worker === worker);
   return m?.blocks ?? 0;
 }
 
@@ -48,7 +49,7 @@ describe.each([
     expect(matched(index, worker)).toBe(0);
     await engine.publish(0, vllmBatch([captureStored(capture)], form));
     await until(() => stream.lastSeq === 0, "seq 0");
-    const scores = index.findMatches(capture.tokens, { blockSize: 16 });
+    const scores = hooks.findMatches(index, capture.tokens, { blockSize: 16 });
     expect(scores.blocks).toBe(25);
     expect(scores.matches).toEqual([{ worker, dpRank: 0, blocks: 25, treeSize: 25 }]);
     expect(stream.counters).toMatchObject({ batches: 1, storedEvents: 1, blocksStored: 25, corruptFrames: 0, gaps: 0 });
@@ -66,7 +67,7 @@ describe.each([
     await engine.publish(2, vllmBatch([ALL_BLOCKS_CLEARED], form));
     await until(() => stream.lastSeq === 2, "seq 2");
     expect(matched(index, worker)).toBe(0);
-    expect(index.treeSize(worker, 0)).toBe(0);
+    expect(hooks.treeSize(index, worker, 0)).toBe(0);
     expect(sub.counters()).toMatchObject({ batches: 3, storedEvents: 1, removedEvents: 1, clearedEvents: 1, blocksRemoved: 10, coldStreams: 0 });
   });
 });

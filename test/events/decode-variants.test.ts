@@ -6,6 +6,7 @@ import { KvEventStream, type KvEventStreamOptions } from "../../src/events/kv-ev
 import {
   ALL_BLOCKS_CLEARED, blockRemoved, captureStored, derivedVectors, hex, loadCapture, pack, vllmBatch,
 } from "./helpers.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const vectors = derivedVectors();
@@ -23,7 +24,7 @@ function stream(opts: Partial<KvEventStreamOptions> = {}): KvEventStream {
 }
 
 function depth(s: KvEventStream, tokens = T, opts: { lora?: string; eagle?: boolean; rank?: number } = {}): number {
-  const m = index.findMatches(tokens, { blockSize: 16, lora: opts.lora, eagle: opts.eagle }).matches
+  const m = hooks.findMatches(index, tokens, { blockSize: 16, lora: opts.lora, eagle: opts.eagle }).matches
     .find((x) => x.worker === s.worker && x.dpRank === (opts.rank ?? 0));
   return m?.blocks ?? 0;
 }
@@ -259,7 +260,7 @@ describe("storage tiers, KV-cache groups, block sizes", () => {
     s.onBatch(1, vllmBatch([blockRemoved(capture.hashes.slice(0, 25).reverse().slice(0, 20))]));
     expect(s.counters.applyErrors).toBe(0);
     expect(small.counters()).toMatchObject({ invalid: 0, corrupt: 0, parentMissing: 0 });
-    expect(small.treeSize("big")).toBe(5);
-    expect(small.findMatches(T, { blockSize: 16 }).matches[0]!.blocks).toBe(5);
+    expect(hooks.treeSize(small, "big")).toBe(5);
+    expect(hooks.findMatches(small, T, { blockSize: 16 }).matches[0]!.blocks).toBe(5);
   });
 });

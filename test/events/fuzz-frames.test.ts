@@ -11,6 +11,7 @@ import { mutateBytes } from "./random-batches.ts";
 import { TestEngine } from "./zmq-engine.ts";
 import { nodeTcpDialer } from "../../src/adapter/node/tcp-dialer.ts";
 import { nativeSockets } from "../../src/adapter/node/zmq-native.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const T = capture.tokens;
@@ -110,8 +111,8 @@ function snapshot(index: KvIndex): unknown {
   return {
     counters: index.counters(),
     stats: index.stats(),
-    matches: index.findMatches(T, { blockSize: 16 }).matches,
-    lora: index.findMatches(T, { blockSize: 16, lora: "Alice" }).matches,
+    matches: hooks.findMatches(index, T, { blockSize: 16 }).matches,
+    lora: hooks.findMatches(index, T, { blockSize: 16, lora: "Alice" }).matches,
   };
 }
 
@@ -146,7 +147,7 @@ describe("fuzzed corrupt frames", () => {
       .toEqual({ gaps: 0, restarts: 0, batches: 1, replayRequests: 0, applyErrors: 0 });
     // Still alive and in step: the next valid batch applies.
     s.onMessage(liveFrames(1, vllmBatch([blockRemoved(capture.hashes.slice(15))])));
-    expect(index.findMatches(T, { blockSize: 16 }).matches.find((m) => m.worker === "fz")!.blocks).toBe(15);
+    expect(hooks.findMatches(index, T, { blockSize: 16 }).matches.find((m) => m.worker === "fz")!.blocks).toBe(15);
   });
 
   describe("over a real ZeroMQ socket", () => {
@@ -174,7 +175,7 @@ describe("fuzzed corrupt frames", () => {
       expect(sub.transport.socketErrors).toBe(0);
       await engine.publish(1, vllmBatch([blockRemoved(capture.hashes.slice(15))]));
       await until(() => s!.lastSeq === 1);
-      expect(index.findMatches(T, { blockSize: 16 }).matches[0]!.blocks).toBe(15);
+      expect(hooks.findMatches(index, T, { blockSize: 16 }).matches[0]!.blocks).toBe(15);
     });
   });
 });

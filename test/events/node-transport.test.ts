@@ -11,6 +11,7 @@ import type { KvEventStream } from "../../src/events/kv-event-stream.ts";
 import { nodeTransport } from "../../src/adapter/node/zmq-transport.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const cleanup: (() => unknown)[] = [];
@@ -34,6 +35,6 @@ describe("Node's ZeroMQ transport", () => {
     await engine.subscribed();
     await engine.publish(0, vllmBatch([captureStored(capture)], "array"));
     await until(() => stream.lastSeq === 0, "seq 0");
-    expect(index.findMatches(capture.tokens, { blockSize: 16 }).blocks).toBe(25);
+    expect(hooks.findMatches(index, capture.tokens, { blockSize: 16 }).blocks).toBe(25);
   });
 });

@@ -4,6 +4,7 @@ import type { KvIndex } from "../../src/core/kv-index.ts";
 import { KvEventStream, type KvEventStreamOptions, type ReplaySource } from "../../src/events/kv-event-stream.ts";
 import type { SeqFrame } from "../../src/events/zmq-frames.ts";
 import { ALL_BLOCKS_CLEARED, captureStored, loadCapture, vllmBatch } from "./helpers.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 /** Batch k stores block k of the captured prompt, chained to block k − 1: depth after seq s (complete) is s + 1. */
@@ -47,7 +48,7 @@ function publish(s: KvEventStream, seq: number, opts: { lose?: boolean; payload?
   if (!opts.lose) s.onBatch(seq, payload);
 }
 
-const depth = (): number => index.findMatches(capture.tokens, { blockSize: 16 }).matches[0]?.blocks ?? 0;
+const depth = (): number => hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches[0]?.blocks ?? 0;
 
 describe("sequence numbers in order", () => {
   it("should apply consecutive batches and drop a duplicate as stale", () => {
@@ -166,7 +167,7 @@ describe("replay and live socket racing", () => {
     await s.settled();
     expect(s.counters.restarts).toBe(1);
     expect(s.lastSeq).toBe(1);
-    expect(index.treeSize("w")).toBe(4);
+    expect(hooks.treeSize(index, "w")).toBe(4);
     expect(depth()).toBe(4);
   });
 });
@@ -179,7 +180,7 @@ describe("replay cannot fill the gap → worker cold", () => {
     publish(s, 9);
     await s.settled();
     expect(s.cold).toBe(true);
-    expect(index.treeSize("w")).toBe(0);
+    expect(hooks.treeSize(index, "w")).toBe(0);
     expect(s.counters).toMatchObject({ replayFailures: 1, coldMarks: 1, gaps: 1 });
     // Block 9's parent (8) was never seen: the index keeps nothing false, and the stream carries on.
     expect(s.lastSeq).toBe(9);
@@ -248,7 +249,7 @@ describe("engine restart", () => {
     publish(s, 0, { payload: vllmBatch([captureStored(capture, { blocks: 2 })]) });
     expect(s.counters.restarts).toBe(1);
     expect(s.lastSeq).toBe(0);
-    expect(index.treeSize("w")).toBe(2);
+    expect(hooks.treeSize(index, "w")).toBe(2);
     expect(depth()).toBe(2);
   });
 
@@ -263,7 +264,7 @@ describe("engine restart", () => {
     expect(replay.requests).toEqual([0]);
     expect(s.lastSeq).toBe(3);
     expect(depth()).toBe(4);
-    expect(index.treeSize("w")).toBe(4);
+    expect(hooks.treeSize(index, "w")).toBe(4);
     expect(s.cold).toBe(false);
   });
 });
@@ -295,14 +296,14 @@ describe("slot of the in-order path", () => {
     const s = open();
     s.onBatch(0, blockBatch(0));
     s.onBatch(1, blockBatch(1));
-    expect(index.treeSize("w")).toBe(2);
+    expect(hooks.treeSize(index, "w")).toBe(2);
     const first = index.slotFor("w");
     index.removeWorker("w");
     // Another worker now holds the slot the stream wrote to: the stream's next batch must open a slot of its own.
     expect(index.slotFor("other")).toBe(first);
     s.onBatch(2, vllmBatch([captureStored(capture, { from: 0, blocks: 3 })]));
-    expect(index.treeSize("other")).toBe(0);
-    expect(index.treeSize("w")).toBe(3);
+    expect(hooks.treeSize(index, "other")).toBe(0);
+    expect(hooks.treeSize(index, "w")).toBe(3);
     expect(index.slotFor("w")).not.toBe(first);
     expect(s.counters.applyErrors).toBe(0);
   });
@@ -320,6 +321,6 @@ describe("live messages as frames", () => {
     expect(s.counters).toMatchObject({ messages: 5, corruptFrames: 4, batches: 1 });
     s.onMessage([new Uint8Array(0), new Uint8Array(seq(1)), blockBatch(1)]);
     expect(s.counters).toMatchObject({ messages: 6, corruptFrames: 4, batches: 2 });
-    expect(index.treeSize("w")).toBe(2);
+    expect(hooks.treeSize(index, "w")).toBe(2);
   });
 });

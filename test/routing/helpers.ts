@@ -6,6 +6,7 @@ import { createPrng } from "../../src/routing/prng.ts";
 import { Router, type FreedInfo } from "../../src/routing/router.ts";
 import type { RouterConfigInput } from "../../src/routing/router-config.ts";
 import type { RouteSignals, WorkerSpec } from "../../src/routing/routing-types.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 export const BS = 16;
 
@@ -53,7 +54,7 @@ export function prompt(family: number, len: number, uniq: number, shared = len):
 export function cache(index: KvIndex, workerId: string, dpRank: number, tokens: Uint32Array, blocks: number): void {
   const h = index.hash(tokens, { blockSize: BS });
   const stored = h.local.slice(0, blocks).map((local, i) => ({ hash: h.seq[i]!, local }));
-  const outcome = index.stored(workerId, dpRank, null, stored);
+  const outcome = hooks.stored(index, workerId, dpRank, null, stored);
   if (outcome !== "applied") throw new Error(`stored: ${outcome}`);
 }
 

@@ -5,6 +5,7 @@ import { RankLoad } from "../../src/routing/rank-load.ts";
 import { Selector, type InflightOverlap } from "../../src/routing/selector.ts";
 import type { RankState, WorkerEntry } from "../../src/routing/worker-registry.ts";
 import { BS, cache, fixture, prompt, smallIndex, worker } from "./helpers.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 /**
  * A load with fixed numbers, and in-flight overlaps per slot, to feed the selector the reference example's inputs
@@ -172,7 +173,7 @@ describe("overrides, query-only and signals", () => {
     expect(out.kind).toBe("query");
     expect(f.router.liveBookings).toBe(0);
     expect(f.booked).toHaveLength(0);
-    expect(f.index.treeSize("a") + f.index.treeSize("b")).toBe(0);
+    expect(hooks.treeSize(f.index, "a") + hooks.treeSize(f.index, "b")).toBe(0);
   });
 
   it("reports hit rate, cached tokens and timings", async () => {
@@ -243,15 +244,15 @@ describe("approximate mode is per worker", () => {
     const tokens = prompt(1, 160, 1);
     const first = await routed(f, { requestId: "r1", tokens, model: "m", target: { worker: "approx" } });
     first.handle.finish();
-    expect(f.index.treeSize("approx")).toBe(10);
+    expect(hooks.treeSize(f.index, "approx")).toBe(10);
     const again = await routed(f, { requestId: "r2", tokens, model: "m" });
     expect([again.signals.worker, again.signals.overlapBlocks]).toEqual(["approx", 10]);
     again.handle.finish();
     await routed(f, { requestId: "r3", tokens: prompt(2, 160, 2), model: "m", target: { worker: "precise" } });
-    expect(f.index.treeSize("precise")).toBe(0);
+    expect(hooks.treeSize(f.index, "precise")).toBe(0);
     // The recorded prediction expires with the approximate TTL.
     f.clock.advance(f.router.config.approxTtlMs + 1);
     f.router.tick();
-    expect(f.index.treeSize("approx")).toBe(0);
+    expect(hooks.treeSize(f.index, "approx")).toBe(0);
   });
 });

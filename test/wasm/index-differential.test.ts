@@ -4,6 +4,7 @@ import { loadCoreModule } from "../../src/wasm/module-fs.ts";
 import { ReferenceIndex, chainStep } from "../../src/reference/index-reference.ts";
 import { EventBatchWriter } from "../../src/core/event-encoder.ts";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 /**
  * Random operation sequences against the WASM index and the TS reference model, compared after every operation:
@@ -72,7 +73,7 @@ async function runScenario(s: Scenario): Promise<void> {
   const batch = new EventBatchWriter();
 
   const check = (): void => {
-    for (const [slot, k] of idx.slots.entries()) expect(idx.treeSize(k.worker, k.dpRank), `tree of slot ${slot}`).toBe(ref.treeSize(slot));
+    for (const [slot, k] of idx.slots.entries()) expect(hooks.treeSize(idx, k.worker, k.dpRank), `tree of slot ${slot}`).toBe(ref.treeSize(slot));
     const st = idx.stats();
     expect(st.entries).toBe(ref.size);
     expect(st.ttlEntries).toBe(ref.ttlCount);
@@ -107,7 +108,7 @@ async function runScenario(s: Scenario): Promise<void> {
         expect(idx.applyBatch(batch.bytes())).toEqual({ records: 1 });
         ref.store(slot, parent, blocks);
       } else {
-        expect(idx.stored(key(w, r), r, parent, blocks)).toBe(ref.store(slot, parent, blocks));
+        expect(hooks.stored(idx, key(w, r), r, parent, blocks)).toBe(ref.store(slot, parent, blocks));
       }
     } else if (roll < t[1]!) {
       // Removed: hashes the worker holds, hashes it does not, and hashes of other workers.
@@ -125,7 +126,7 @@ async function runScenario(s: Scenario): Promise<void> {
         expect(idx.applyBatch(batch.bytes())).toEqual({ records: 1 });
         ref.remove(slot, uniq);
       } else {
-        expect(idx.removed(key(w, r), r, uniq)).toBe(ref.remove(slot, uniq));
+        expect(hooks.removed(idx, key(w, r), r, uniq)).toBe(ref.remove(slot, uniq));
       }
     } else if (roll < t[2]!) {
       // Approximate mode: a routing decision recorded with a TTL; time moves on (sometimes far).
@@ -134,12 +135,12 @@ async function runScenario(s: Scenario): Promise<void> {
       const path = pathTo(nodes[rnd.int(nodes.length)]!);
       const seqs = path.map((n) => n.seq);
       const ttl = 5_000 + rnd.int(200_000);
-      expect(idx.recordHashes(key(w, r), r, seqs, now, ttl)).toBe(ref.record(slot, seqs, now, ttl));
+      expect(hooks.recordHashes(idx, key(w, r), r, seqs, now, ttl)).toBe(ref.record(slot, seqs, now, ttl));
     } else if (roll < t[3]!) {
       // find_matches of a random prompt prefix.
       const path = pathTo(nodes[rnd.int(nodes.length)]!);
       const want = ref.findMatches(path.map((n) => n.seq));
-      const got = idx.findMatchesByHashes(path.map((n) => n.seq));
+      const got = hooks.findMatchesByHashes(idx, path.map((n) => n.seq));
       const gotMap = new Map(got.matches.map((m) => [idx.slots.get(m.worker, m.dpRank)!, m.blocks]));
       expect(gotMap).toEqual(want);
       for (const m of got.matches) expect(m.treeSize).toBe(ref.treeSize(idx.slots.get(m.worker, m.dpRank)!));
@@ -153,7 +154,7 @@ async function runScenario(s: Scenario): Promise<void> {
         batch.cleared(slot);
         expect(idx.applyBatch(batch.bytes())).toEqual({ records: 1 });
       } else {
-        idx.cleared(key(w, r));
+        hooks.cleared(idx, key(w, r));
         // KvIndex.cleared covers every rank of the worker.
         for (let rr = 0; rr < s.ranks; rr++) {
           const other = idx.slots.get(key(w, rr), rr);

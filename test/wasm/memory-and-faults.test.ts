@@ -6,6 +6,7 @@ import { EventBatchWriter } from "../../src/core/event-encoder.ts";
 import { budgetBytes, resolveOptions } from "../../src/core/kv-index-options.ts";
 import { hashPromptReference } from "../../src/reference/block-hash-reference.ts";
 import { seededRandom } from "../../src/core/seeded-random.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const mk = async (o: ConstructorParameters<typeof KvIndex>[1] = {}) => new KvIndex(await loadCoreModule("release"), { capacity: 4096, maxSlots: 8, ...o });
 
@@ -15,7 +16,7 @@ describe("memory growth", () => {
     const rnd = seededRandom(9);
     const short = Array.from({ length: 48 }, () => rnd.u32());
     const shortSeq = idx.hash(short, { blockSize: 16 }).seq;
-    idx.recordHashes("w", 0, shortSeq, 1, 10_000);
+    hooks.recordHashes(idx, "w", 0, shortSeq, 1, 10_000);
     const before = idx.stats().wasmBytes;
     const long = new Uint32Array(40_000);
     long.set(short);
@@ -24,8 +25,8 @@ describe("memory growth", () => {
     expect(idx.stats().wasmBytes).toBeGreaterThan(before);
     expect(h).toEqual(hashPromptReference(long, { blockSize: 16 }));
     // The index content survived the growth and is read through fresh views.
-    expect(idx.findMatches(long, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
-    expect(idx.treeSize("w", 0)).toBe(3);
+    expect(hooks.findMatches(idx, long, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
+    expect(hooks.treeSize(idx, "w", 0)).toBe(3);
   });
 
   it("should refuse a prompt longer than maxPromptTokens with a typed error and no growth", async () => {
@@ -42,7 +43,7 @@ describe("memory growth", () => {
     for (let i = 0; i < 20; i++) idx.hash(new Uint32Array(1 + rnd.int(100_000)), { blockSize: 16 });
     for (let k = 0; k < 200; k++) {
       const blocks = Array.from({ length: 400 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
-      idx.stored(`w${k % 130}`, 0, null, blocks);
+      hooks.stored(idx, `w${k % 130}`, 0, null, blocks);
     }
     expect(idx.stats().entries).toBeLessThanOrEqual(50_000);
     expect(idx.stats().wasmBytes).toBeLessThanOrEqual(budgetBytes(resolveOptions(o)) + 65536);
@@ -54,32 +55,32 @@ describe("capacity", () => {
     const idx = await mk({ capacity: 10 });
     const rnd = seededRandom(1);
     const a = Array.from({ length: 8 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
-    expect(idx.stored("w", 0, null, a)).toBe("applied");
+    expect(hooks.stored(idx, "w", 0, null, a)).toBe("applied");
     const b = Array.from({ length: 3 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
-    expect(idx.stored("w", 0, null, b)).toBe("capacity");
-    expect(idx.treeSize("w", 0)).toBe(8);
+    expect(hooks.stored(idx, "w", 0, null, b)).toBe("capacity");
+    expect(hooks.treeSize(idx, "w", 0)).toBe(8);
     expect(idx.counters().capacity).toBe(1);
   });
 
   it("should evict approximate blocks, earliest expiry first, to make room for engine events", async () => {
     const idx = await mk({ capacity: 10 });
     const rnd = seededRandom(2);
-    idx.recordHashes("a", 0, [1n, 2n, 3n, 4n], 1000, 50_000);
-    idx.recordHashes("b", 0, [5n, 6n, 7n, 8n], 2000, 50_000);
+    hooks.recordHashes(idx, "a", 0, [1n, 2n, 3n, 4n], 1000, 50_000);
+    hooks.recordHashes(idx, "b", 0, [5n, 6n, 7n, 8n], 2000, 50_000);
     const blocks = Array.from({ length: 5 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
-    expect(idx.stored("w", 0, null, blocks)).toBe("applied");
-    expect(idx.treeSize("w", 0)).toBe(5);
+    expect(hooks.stored(idx, "w", 0, null, blocks)).toBe("applied");
+    expect(hooks.treeSize(idx, "w", 0)).toBe(5);
     // Three blocks had to go: a's, deepest first (a holds its first block only).
-    expect(idx.treeSize("a", 0)).toBe(1);
-    expect(idx.treeSize("b", 0)).toBe(4);
+    expect(hooks.treeSize(idx, "a", 0)).toBe(1);
+    expect(hooks.treeSize(idx, "b", 0)).toBe(4);
     expect(idx.counters().evicted).toBe(3);
   });
 
   it("should prune approximate blocks to the target ratio, deepest first on equal expiry", async () => {
     const idx = await mk({ approxMaxBlocks: 10, pruneTargetRatio: 0.5 });
-    idx.recordHashes("a", 0, Array.from({ length: 11 }, (_, i) => BigInt(i + 1)), 0, 1000);
+    hooks.recordHashes(idx, "a", 0, Array.from({ length: 11 }, (_, i) => BigInt(i + 1)), 0, 1000);
     expect(idx.stats().ttlEntries).toBe(5);
-    expect(idx.findMatchesByHashes(Array.from({ length: 11 }, (_, i) => BigInt(i + 1))).matches[0]!.blocks).toBe(5);
+    expect(hooks.findMatchesByHashes(idx, Array.from({ length: 11 }, (_, i) => BigInt(i + 1))).matches[0]!.blocks).toBe(5);
     expect(idx.expire(999)).toBe(0);
     expect(idx.expire(1000)).toBe(5);
   });
@@ -96,12 +97,12 @@ describe("bad input", () => {
     const bytes = w.bytes().slice();
     bytes[good] = 99; // unknown kind
     expect(idx.applyBatch(bytes)).toEqual({ records: -1, corruptAt: good });
-    expect(idx.treeSize("w", 0)).toBe(2);
+    expect(hooks.treeSize(idx, "w", 0)).toBe(2);
     // A truncated record is corrupt too, and applies nothing of itself.
     w.reset();
     w.removed(slot, [11n, 12n]);
     expect(idx.applyBatch(w.bytes().slice(0, w.byteLength - 4))).toEqual({ records: -1, corruptAt: 0 });
-    expect(idx.treeSize("w", 0)).toBe(2);
+    expect(hooks.treeSize(idx, "w", 0)).toBe(2);
     expect(idx.counters().corrupt).toBe(2);
   });
 
@@ -112,9 +113,9 @@ describe("bad input", () => {
     const w = new EventBatchWriter();
     w.storedTokens(slot, null, [1n, 2n, 3n, 4n], tokens, 16, idx.seedFor({ lora: "x" }));
     expect(idx.applyBatch(w.bytes())).toEqual({ records: 1 });
-    const m = idx.findMatches(tokens, { blockSize: 16, lora: "x" });
+    const m = hooks.findMatches(idx, tokens, { blockSize: 16, lora: "x" });
     expect(m.matches).toEqual([{ worker: "w", dpRank: 0, blocks: 4, treeSize: 4 }]);
-    expect(idx.findMatches(tokens, { blockSize: 16 }).matches).toEqual([]);
+    expect(hooks.findMatches(idx, tokens, { blockSize: 16 }).matches).toEqual([]);
   });
 
   it("should reject a long Stored event with one repeated hash and accept it without the repeat", async () => {
@@ -123,17 +124,17 @@ describe("bad input", () => {
     const blocks = Array.from({ length: 3000 }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
     const dup = [...blocks];
     dup[2999] = { ...dup[2999]!, hash: dup[17]!.hash };
-    expect(idx.stored("w", 0, null, dup)).toBe("invalid_sequence");
-    expect(idx.treeSize("w", 0)).toBe(0);
+    expect(hooks.stored(idx, "w", 0, null, dup)).toBe("invalid_sequence");
+    expect(hooks.treeSize(idx, "w", 0)).toBe(0);
     const slot = idx.slotFor("w", 0);
     const w = new EventBatchWriter();
     w.stored(slot, null, dup.map((b) => b.hash), dup.map((b) => b.local));
     expect(idx.applyBatch(w.bytes())).toEqual({ records: 1 });
     expect(idx.counters().invalid).toBe(2);
-    expect(idx.stored("w", 0, null, blocks)).toBe("applied");
-    expect(idx.treeSize("w", 0)).toBe(3000);
+    expect(hooks.stored(idx, "w", 0, null, blocks)).toBe("applied");
+    expect(hooks.treeSize(idx, "w", 0)).toBe(3000);
     // Repeating the check many times reuses the stamped set without clearing it.
-    for (let k = 0; k < 50; k++) expect(idx.stored("w", 0, blocks[2999]!.hash, [{ hash: rnd.u64(), local: rnd.u64() }, ...blocks.slice(0, 30)])).toBe("applied");
+    for (let k = 0; k < 50; k++) expect(hooks.stored(idx, "w", 0, blocks[2999]!.hash, [{ hash: rnd.u64(), local: rnd.u64() }, ...blocks.slice(0, 30)])).toBe("applied");
   });
 
   it("should count events for a closed slot without touching the index", async () => {
@@ -156,11 +157,11 @@ describe("trap recovery", () => {
     const idx = await mk();
     const resets: WasmTrapError[] = [];
     idx.onReset = (e) => resets.push(e);
-    idx.recordHashes("w", 0, [1n, 2n], 0, 1000);
-    expect(idx.treeSize("w", 0)).toBe(2);
+    hooks.recordHashes(idx, "w", 0, [1n, 2n], 0, 1000);
+    expect(hooks.treeSize(idx, "w", 0)).toBe(2);
     let caught: unknown;
     try {
-      idx.induceTrap();
+      hooks.induceTrap(idx);
     } catch (e) {
       caught = e;
     }
@@ -168,9 +169,9 @@ describe("trap recovery", () => {
     expect((caught as WasmTrapError).code).toBe("KVGATE_ERR_WASM_TRAP");
     expect(idx.generation).toBe(1);
     expect(resets).toHaveLength(1);
-    expect(idx.treeSize("w", 0)).toBe(0);
-    expect(idx.recordHashes("w", 0, [1n, 2n, 3n], 0, 1000)).toBe(3);
-    expect(idx.findMatchesByHashes([1n, 2n, 3n]).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
+    expect(hooks.treeSize(idx, "w", 0)).toBe(0);
+    expect(hooks.recordHashes(idx, "w", 0, [1n, 2n, 3n], 0, 1000)).toBe(3);
+    expect(hooks.findMatchesByHashes(idx, [1n, 2n, 3n]).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
   });
 });
 
@@ -179,15 +180,15 @@ describe("phase-split access", () => {
     const idx = await mk();
     const tokens = new Uint32Array(Array.from({ length: 100 }, (_, i) => i * 3));
     const { seq } = idx.hash(tokens, { blockSize: 16 });
-    idx.recordHashes("a", 0, seq.slice(0, 4), 0, 1000);
-    expect(idx.hashOnly(tokens, { blockSize: 16 })).toBe(6);
-    expect(idx.matchLast()).toBe(1);
-    expect([idx.matchSlot(0), idx.matchDepth(0)]).toEqual([idx.slots.get("a", 0), 4]);
+    hooks.recordHashes(idx, "a", 0, seq.slice(0, 4), 0, 1000);
+    expect(hooks.hashOnly(idx, tokens, { blockSize: 16 })).toBe(6);
+    expect(hooks.matchLast(idx)).toBe(1);
+    expect([idx.matches.slot(0), idx.matches.depth(0)]).toEqual([idx.slots.get("a", 0), 4]);
     const out = new BigUint64Array(6);
-    expect(idx.lastSequenceHashesInto(out)).toBe(6);
+    expect(idx.lastSequenceWordsInto(new Uint32Array(out.buffer))).toBe(6);
     expect(Array.from(out)).toEqual(seq);
     expect(idx.treeSizeOfSlot(idx.slots.get("a", 0)!)).toBe(4);
-    expect(() => idx.lastSequenceHashesInto(new BigUint64Array(2))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_BAD_ARGUMENT" }));
+    expect(() => idx.lastSequenceWordsInto(new Uint32Array(4))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_BAD_ARGUMENT" }));
   });
 });
 
@@ -197,14 +198,14 @@ describe("no hidden allocation", () => {
     const rnd = seededRandom(77);
     const t = Uint32Array.from({ length: 4096 }, () => rnd.int(150_000));
     const { local, seq } = idx.hash(t, { blockSize: 16 });
-    idx.stored("a", 0, null, local.map((l, i) => ({ hash: seq[i]! ^ 9n, local: l })));
+    hooks.stored(idx, "a", 0, null, local.map((l, i) => ({ hash: seq[i]! ^ 9n, local: l })));
     for (let k = 0; k < 3000; k++) {
       const bs = [16, 64, 15, 32][k % 4]!;
       const p = Uint32Array.from({ length: 200 + rnd.int(600) }, () => rnd.u32());
       idx.hash(p, { blockSize: bs, eagle: k % 5 === 0, lora: k % 7 === 0 ? `l${k % 3}` : undefined, multimodal: k % 11 === 0 ? [{ block: 1, hash: rnd.u64() }] : undefined });
       idx.route(p, { blockSize: bs });
     }
-    expect(idx.findMatches(t, { blockSize: 16 }).matches).toEqual([{ worker: "a", dpRank: 0, blocks: 256, treeSize: 256 }]);
+    expect(hooks.findMatches(idx, t, { blockSize: 16 }).matches).toEqual([{ worker: "a", dpRank: 0, blocks: 256, treeSize: 256 }]);
     expect(idx.stats().nodes).toBe(256);
   });
 });

@@ -7,6 +7,7 @@ import { nodeTransport } from "../../src/adapter/node/zmq-transport.ts";
 import type { ZmqKvEventSubscriber } from "../../src/zmq/kv-event-subscriber.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "../events/helpers.ts";
 import { TestEngine } from "../events/zmq-engine.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const capture = loadCapture();
 const blockBatch = (k: number, form: "array" | "map" = "array"): Uint8Array => vllmBatch([captureStored(capture, { from: k, blocks: 1 })], form);
@@ -40,7 +41,7 @@ async function setup(opts: { replay?: boolean; topic?: string; dpRanks?: number 
 }
 
 function depth(worker: string): number {
-  return index.findMatches(capture.tokens, { blockSize: 16 }).matches.find((m) => m.worker === worker)?.blocks ?? 0;
+  return hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches.find((m) => m.worker === worker)?.blocks ?? 0;
 }
 
 describe("gap → replay over a real DEALER/ROUTER → caught up", () => {
@@ -72,7 +73,7 @@ describe("replay that cannot fill the gap", () => {
     await engine.publish(7, blockBatch(7));
     await until(() => stream.lastSeq === 7 && stream.phase === "live");
     expect(stream.cold).toBe(true);
-    expect(index.treeSize(worker)).toBe(0);
+    expect(hooks.treeSize(index, worker)).toBe(0);
     expect(sub.hub.isCold(worker)).toBe(true);
     expect(sub.counters()).toMatchObject({ coldStreams: 1 });
     expect(stream.counters).toMatchObject({ replayFailures: 1, coldMarks: 1 });
@@ -118,7 +119,7 @@ describe("engine restart over ZeroMQ", () => {
     await engine.publish(0, vllmBatch([captureStored(capture, { blocks: 2 })]));
     await until(() => stream.counters.restarts === 1);
     expect(stream.lastSeq).toBe(0);
-    expect(index.treeSize(worker)).toBe(2);
+    expect(hooks.treeSize(index, worker)).toBe(2);
     expect(depth(worker)).toBe(2);
   });
 });
@@ -148,7 +149,7 @@ describe("engine process restart on the same endpoint", () => {
     await next.publish(0, vllmBatch([captureStored(capture, { blocks: 2 })]));
     await until(() => stream.counters.restarts === 1, "restart");
     expect(stream.lastSeq).toBe(0);
-    expect(index.treeSize(worker)).toBe(2);
+    expect(hooks.treeSize(index, worker)).toBe(2);
     expect(stream.cold).toBe(false);
   });
 });
@@ -163,9 +164,9 @@ describe("data-parallel ranks", () => {
     await base.publish(0, vllmBatch([captureStored(capture, { blocks: 3 })], "array", 0));
     await rank1.publish(0, vllmBatch([captureStored(capture, { blocks: 7 })], "map", 1));
     await until(() => streams.every((s) => s.lastSeq === 0));
-    const m = index.findMatches(capture.tokens, { blockSize: 16 }).matches.filter((x) => x.worker === "dp");
+    const m = hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches.filter((x) => x.worker === "dp");
     expect(m.map((x) => [x.dpRank, x.blocks]).sort()).toEqual([[0, 3], [1, 7]]);
     await sub.detach("dp");
-    expect(index.findMatches(capture.tokens, { blockSize: 16 }).matches.filter((x) => x.worker === "dp")).toEqual([]);
+    expect(hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches.filter((x) => x.worker === "dp")).toEqual([]);
   });
 });

@@ -16,6 +16,7 @@ import { captureStored, loadCapture, until, vllmBatch } from "../events/helpers.
 import { TestEngine } from "../events/zmq-engine.ts";
 import { eventually } from "./zmtp-peer.ts";
 import { nodeTcpDialer } from "../../src/adapter/node/tcp-dialer.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
@@ -328,7 +329,7 @@ describe("ZmqKvEventSubscriber over the ZMTP client", () => {
     await engine.publish(2, vllmBatch([captureStored(capture, { from: 15 })]));
     await until(() => stream.lastSeq === 2 && stream.phase === "live", "seq 2 after the replay");
     await stream.settled();
-    expect(index.findMatches(capture.tokens, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 25, treeSize: 25 }]);
+    expect(hooks.findMatches(index, capture.tokens, { blockSize: 16 }).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 25, treeSize: 25 }]);
     expect(engine.requests).toEqual([1]);
     expect(kv.counters()).toMatchObject({ connects: 1, protocolErrors: 0, socketErrors: 0, gaps: 1, corruptFrames: 0 });
   });
