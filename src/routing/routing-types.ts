@@ -53,7 +53,9 @@ export interface RouteRequest {
   model?: string;
   /** Default "aggregated". */
   phase?: WorkerRole;
+  /** LoRA adapter (its served name): the block hashes' seed, and only workers serving or loading it are candidates. */
   lora?: string;
+  /** Cache namespace (vLLM's cache_salt, a tenant): salts the first block's hash as the engine does (cache-salt.ts). */
   namespace?: string;
   eagle?: boolean;
   overrides?: RouteOverrides;
