@@ -12,6 +12,10 @@ export interface WorkerSpec {
   endpoint: string;
   /** Model names served; a request for another model never lands here. */
   models: readonly string[];
+  /** LoRA adapters served beside the models (the names requests and KV events give them). */
+  adapters?: readonly string[];
+  /** Loads any adapter of its models on demand (vLLM with runtime LoRA updating): a candidate for every adapter. */
+  loadsAdapters?: boolean;
   /** Default "aggregated". */
   role?: WorkerRole;
   /** First data-parallel rank. Default 0. */
