@@ -76,29 +76,6 @@ export function conformanceSuite(runtime: RuntimeName): void {
       expect(body.data.map((m: { id: string; parent: string | null }) => [m.id, m.parent])).toEqual([...[MODEL, OTHER_MODEL].sort().map((m) => [m, null]), [ADAPTER, MODEL]]);
     });
 
-    it("should route an adapter request to the worker serving it, hashed with the adapter and the tenant's cache_salt", async () => {
-      const body = chat(longText("adapter prompt"), { model: ADAPTER, cache_salt: "tenant-1", max_tokens: 2 });
-      const first = await post(url("/v1/chat/completions"), body);
-      expect(first.status).toBe(200);
-      expect(first.headers.get("x-kvgate-worker")).toBe("A");
-      expect((await first.json()).model).toBe(ADAPTER);
-      await until(async () => (await (await post(url("/v1/route"), body)).json()).overlap_blocks > 0, "the adapter's KV events to be applied");
-      const second = await post(url("/v1/chat/completions"), body);
-      expect(second.headers.get("x-kvgate-worker")).toBe("A");
-      const [overlap, blocks] = second.headers.get("x-kvgate-overlap-blocks")!.split("/").map(Number);
-      expect(overlap).toBeGreaterThan(0.9 * blocks!);
-      const { usage } = await second.json();
-      // The engine recomputes the last block of a fully cached prompt, as vLLM does.
-      expect(usage.prompt_tokens_details.cached_tokens).toBe(Math.min(overlap!, Math.floor((usage.prompt_tokens - 1) / 16)) * 16);
-      const preview = async (extra: Record<string, unknown>) => (await post(url("/v1/route"), { ...body, ...extra, kvgate: { worker_id: "A" } })).json();
-      expect(await preview({ model: MODEL })).toMatchObject({ adapter: null, namespace: "tenant-1", overlap_blocks: 0 });
-      expect(await preview({ cache_salt: "tenant-2" })).toMatchObject({ adapter: ADAPTER, namespace: "tenant-2", overlap_blocks: 0 });
-      const unknown = await post(url("/v1/chat/completions"), { ...body, model: MODEL, lora_path: "no-such-adapter" });
-      expect(unknown.status).toBe(404);
-      expect((await unknown.json()).error.code).toBe("KVGATE_ERR_UNKNOWN_ADAPTER");
-      expect((await post(url("/v1/chat/completions"), { ...body, cache_salt: 5 })).status).toBe(400);
-    });
-
     it("should complete a non-streaming chat through a worker", async () => {
       const res = await post(url("/v1/chat/completions"), chat("non-streaming chat"));
       expect(res.status).toBe(200);
@@ -159,6 +136,29 @@ export function conformanceSuite(runtime: RuntimeName): void {
       const m = await metrics();
       expect(metric(m, "kvgate_reported_cached_tokens_total")).toBeGreaterThan(0);
       expect(metric(m, "kvgate_predicted_cached_tokens_total")).toBeGreaterThan(0);
+    });
+
+    it("should route an adapter request to the worker serving it, hashed with the adapter and the tenant's cache_salt", async () => {
+      const body = chat(longText("adapter prompt"), { model: ADAPTER, cache_salt: "tenant-1", max_tokens: 2 });
+      const first = await post(url("/v1/chat/completions"), body);
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-kvgate-worker")).toBe("A");
+      expect((await first.json()).model).toBe(ADAPTER);
+      await until(async () => (await (await post(url("/v1/route"), body)).json()).overlap_blocks > 0, "the adapter's KV events to be applied");
+      const second = await post(url("/v1/chat/completions"), body);
+      expect(second.headers.get("x-kvgate-worker")).toBe("A");
+      const [overlap, blocks] = second.headers.get("x-kvgate-overlap-blocks")!.split("/").map(Number);
+      expect(overlap).toBeGreaterThan(0.9 * blocks!);
+      const { usage } = await second.json();
+      // The engine recomputes the last block of a fully cached prompt, as vLLM does.
+      expect(usage.prompt_tokens_details.cached_tokens).toBe(Math.min(overlap!, Math.floor((usage.prompt_tokens - 1) / 16)) * 16);
+      const preview = async (extra: Record<string, unknown>) => (await post(url("/v1/route"), { ...body, ...extra, kvgate: { worker_id: "A" } })).json();
+      expect(await preview({ model: MODEL })).toMatchObject({ adapter: null, namespace: "tenant-1", overlap_blocks: 0 });
+      expect(await preview({ cache_salt: "tenant-2" })).toMatchObject({ adapter: ADAPTER, namespace: "tenant-2", overlap_blocks: 0 });
+      const unknown = await post(url("/v1/chat/completions"), { ...body, model: MODEL, lora_path: "no-such-adapter" });
+      expect(unknown.status).toBe(404);
+      expect((await unknown.json()).error.code).toBe("KVGATE_ERR_UNKNOWN_ADAPTER");
+      expect((await post(url("/v1/chat/completions"), { ...body, cache_salt: 5 })).status).toBe(400);
     });
 
     it("should answer /v1/route with the decision and the endpoint-picker header", async () => {
