@@ -356,7 +356,8 @@ function applyPolicy(): void {
   if (bs != <i64>blockSize) { bump(D_DROPPED_BLOCK_SIZE); return; }
   if (t != <u64>n * <u64>bs) { bump(D_DROPPED_TOKEN_COUNT); return; }
   if (hasLoraId) { bump(D_DROPPED_LORA); return; }
-  if (foreign && (flags & P_DROP_FOREIGN_EXTRA_KEYS) != 0) { bump(D_DROPPED_EXTRA_KEYS); return; }
+  // Extra keys may hold a root event's cache_salt, which salts the first block's hash: the host reads them.
+  if (foreign) { fail(S_FALLBACK); return; }
   bump(D_STORED);
   bump(D_BLOCKS_STORED, n);
   if (n == 0) return;

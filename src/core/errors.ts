@@ -21,6 +21,7 @@ export type ErrorCode =
   | "KVGATE_ERR_CANCELLED"
   | "KVGATE_ERR_TOKENIZER"
   | "KVGATE_ERR_UNKNOWN_MODEL"
+  | "KVGATE_ERR_UNKNOWN_ADAPTER"
   | "KVGATE_ERR_ENGINE_BUSY"
   | "KVGATE_ERR_BODY_TOO_LARGE"
   | "KVGATE_ERR_UNAUTHORIZED"
@@ -55,6 +56,8 @@ const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_TOKENIZER: 503,
   // The request names a model this server does not serve (vLLM answers 404 too).
   KVGATE_ERR_UNKNOWN_MODEL: 404,
+  // A LoRA adapter no worker serves or can load (vLLM answers an unknown adapter name as an unknown model).
+  KVGATE_ERR_UNKNOWN_ADAPTER: 404,
   // An operation that needs an idle engine (e.g. reset_prefix_cache) while requests are running.
   KVGATE_ERR_ENGINE_BUSY: 409,
   // Gateway: the request body exceeds the configured limit.

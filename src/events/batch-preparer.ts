@@ -7,6 +7,7 @@ import type { KvIndex } from "../core/kv-index.ts";
 import type { SlotKey } from "../core/slot-map.ts";
 import { EngineBatchCodec, setSlots, type CoreDecodedBatch, type EngineBatchPolicy } from "../core/kv-index-engine-batch.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
+import { CacheSalts } from "../core/cache-salt.ts";
 import { BinaryBatchBuilder } from "./binary-batch-builder.ts";
 import { readKvEventBatch } from "./batch-reader.ts";
 import { EventScratch, TAG_CLEARED, TAG_REMOVED, TAG_STORED } from "./event-scratch.ts";
@@ -57,6 +58,7 @@ export class BatchPreparer {
   readonly #cursor = new MsgpackCursor();
   readonly #scratch = new EventScratch();
   readonly #seeds = new Map<string, readonly [number, number]>();
+  readonly #salts: CacheSalts;
   #locals = new Uint32Array(256);
   #delta: BatchDelta = emptyDelta();
   #hasClear = false;
@@ -88,6 +90,7 @@ export class BatchPreparer {
   constructor(readonly index: KvIndex, readonly worker: string, readonly defaultRank: number, readonly policy: IngestPolicy,
     options: BatchPreparerOptions = {}) {
     this.#device = indexesTier(policy, "device");
+    this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
     this.#group = policy.kvGroup ?? -1;
     const limits = { maxBytes: index.options.eventBytes, maxBlocks: index.options.eventBlocks };
     this.builder = new BinaryBatchBuilder(limits);
@@ -279,18 +282,22 @@ export class BatchPreparer {
     d.storedEvents++;
     d.blocksStored += n;
     if (n === 0) return;
-    if (e.eagle) {
-      this.#storedEagle(e, n, bs, lora);
+    if (e.eagle || e.cacheSalt !== null) {
+      this.#storedHashed(e, n, bs, lora);
       return;
     }
     const [lo, hi] = this.#seed(lora);
     this.builder.storedTokens(e.hasParent, e.parent, e.hashes, n, e.tokens, bs, lo, hi);
   }
 
-  /** EAGLE blocks hash bs + 1 tokens each (the core's token record hashes bs), so local hashes are computed first. */
-  #storedEagle(e: EventScratch, n: number, bs: number, lora: string | undefined): void {
-    const local = this.index.hash(e.tokens.subarray(0, e.nTokens), { blockSize: bs, eagle: true, lora }).local;
-    if (local.length !== n) throw corruptEvent(`EAGLE event of ${n} blocks hashed to ${local.length}`);
+  /**
+   * EAGLE blocks hash bs + 1 tokens each and a salted first block one more hash (the core's token record hashes bs
+   * tokens alone), so local hashes are computed first.
+   */
+  #storedHashed(e: EventScratch, n: number, bs: number, lora: string | undefined): void {
+    const opts = this.#salts.options(bs, lora, e.cacheSalt ?? undefined, e.eagle);
+    const local = this.index.hash(e.tokens.subarray(0, e.nTokens), opts).local;
+    if (local.length !== n) throw corruptEvent(`event of ${n} blocks hashed to ${local.length}`);
     if (this.#locals.length < 2 * n) this.#locals = new Uint32Array(2 * n);
     const l = this.#locals;
     for (let i = 0; i < n; i++) {

@@ -46,8 +46,10 @@ export class EventScratch {
   medium: string | null = null;
   loraId: number | null = null;
   loraName: string | null = null;
-  /** Some block's extra_keys hold more than the LoRA name (multimodal hashes, cache_salt, prompt embeds). */
+  /** Some block's extra_keys hold more than the LoRA name and a root event's cache_salt (multimodal hashes, prompt embeds). */
   foreignExtraKeys = false;
+  /** A root event's first block names one more string than the LoRA name: vLLM's cache_salt (the cache namespace). */
+  cacheSalt: string | null = null;
   /** -1 when absent. */
   groupIdx = -1;
   specKind: string | null = null;
@@ -65,6 +67,7 @@ export class EventScratch {
     this.loraId = null;
     this.loraName = null;
     this.foreignExtraKeys = false;
+    this.cacheSalt = null;
     this.groupIdx = -1;
     this.specKind = null;
     this.#seen = 0;
@@ -171,7 +174,11 @@ export class EventScratch {
     this.nTokens = n;
   }
 
-  /** A block's extra keys are benign when absent or when they only name the event's LoRA adapter. */
+  /**
+   * A block's extra keys are benign when absent or when they only name the event's LoRA adapter; vLLM adds the
+   * request's cache_salt to the keys of the request's first block only (start_token_idx 0), so one more string there
+   * is the salt when the event starts a sequence (no parent).
+   */
   #checkExtraKeys(c: MsgpackCursor): void {
     const end = c.pos;
     c.pos = this.#extraKeysAt;
@@ -183,9 +190,14 @@ export class EventScratch {
       if (!c.isArray()) { this.foreignExtraKeys = true; break; }
       const m = c.array();
       for (let j = 0; j < m; j++) {
-        if (!c.isStr() || c.str() !== this.loraName) { this.foreignExtraKeys = true; break; }
+        const s = c.isStr() ? c.str() : null;
+        if (s !== null && s === this.loraName) continue;
+        if (s !== null && s.length > 0 && i === 0 && !this.hasParent && this.cacheSalt === null) { this.cacheSalt = s; continue; }
+        this.foreignExtraKeys = true;
+        break;
       }
     }
+    if (this.foreignExtraKeys) this.cacheSalt = null;
     c.pos = end;
   }
 }

@@ -19,6 +19,8 @@ export interface BlockStoredEvent {
   lora_id: number | null;
   medium: string | null;
   lora_name: string | null;
+  /** Per block: the adapter name, and a sequence's first block the request's cache_salt (vLLM); absent or null: none. */
+  extra_keys?: (string[] | null)[] | null;
 }
 
 export interface BlockRemovedEvent {

@@ -43,7 +43,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
       d.handle.firstToken();
       d.handle.finish();
       try {
-        if (!d.kvTransferred) gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage);
+        if (!d.kvTransferred) gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage, ex);
       } catch {
         // not JSON: nothing to learn from it
       }
@@ -75,8 +75,8 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
     const ex = await prepareExchange(gw, c, endpoint, value, text);
     if (ex.ext.queryOnly) {
       const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
-      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
-      return c.json(previewBody(signals, ex.tokenizeMs));
+      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
+      return c.json(previewBody(signals, ex));
     }
     const first = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
     const res = first.attempt.res;

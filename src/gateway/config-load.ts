@@ -40,6 +40,8 @@ function fromText(o: OptionSpec, s: string, where: string, acc: unknown): unknow
       return s.trim() === "" ? fail("expected a number") : checkNumber(o, Number(s), where, k.type === "int");
     case "workers":
       return [...(acc as unknown[] ?? []), ...s.split(/[;\s]+/).filter(Boolean).map(parseWorker)];
+    case "list":
+      return s.split(",").map((x) => x.trim()).filter(Boolean);
     case "tokenizers":
       return { ...(acc as object ?? {}), ...Object.fromEntries(s.split(";").filter(Boolean).map(parseTokenizerFlag)) };
   }
@@ -72,6 +74,8 @@ function fromJson(o: OptionSpec, v: unknown, where: string): unknown {
       return typeof v === "number" ? checkNumber(o, v, where, k.type === "int") : bad(`${where} must be a number`);
     case "workers":
       return Array.isArray(v) ? v.map(parseWorker) : bad(`${where} must be a list of workers`);
+    case "list":
+      return Array.isArray(v) && v.every((x) => typeof x === "string" && x) ? [...v] : bad(`${where} must be a list of names`);
     case "tokenizers":
       if (v === null || typeof v !== "object" || Array.isArray(v)) bad(`${where} must map model names to tokenizer sources`);
       return Object.fromEntries(Object.entries(v as object).map(([m, s]) => [m, parseTokenizerSource(m, s)]));

@@ -13,6 +13,8 @@ export type OptionKind =
   | { type: "int-or-off"; min: number; max: number }
   /** Repeatable flag; the variable holds several entries separated by ";" (or whitespace for workers). */
   | { type: "workers" }
+  /** Comma-separated names (an array in the JSON file). */
+  | { type: "list" }
   | { type: "tokenizers" };
 
 export interface OptionSpec {
@@ -44,12 +46,14 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "server", key: "tickMs", flag: "tick-ms", kind: int(10, 60_000), default: 250, doc: "housekeeping period: stale bookings, queue waits, TTLs, health probes" },
   { group: "server", key: "log", flag: "log", kind: oneOf("info", "warn", "off"), default: "info", doc: "log level (to stderr)" },
   // fleet
-  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false|http|zmq][,zmq_endpoint=tcp://h:5557][,replay_endpoint=tcp://h:5558][,kv_topic=PREFIX][,total_kv_blocks=N][,max_batched_tokens=N][,role=aggregated|prefill|decode][,bootstrap_port=N]; repeatable. zmq_endpoint: kvgate subscribes to the engine's KV events itself (Node, Bun, Deno; Workers take them over HTTP from kvgate bridge). Without models= the worker's /v1/models is asked at start. A model with decode-role workers is served disaggregated (see --disaggregation)" },
+  { group: "fleet", key: "workers", flag: "worker", kind: { type: "workers" }, env: "KVGATE_WORKERS", default: [], doc: "a worker: url=http://h:p[,id=ID][,models=a|b][,block_size=N][,dp_size=N][,dp_start=N][,kv_events=true|false|http|zmq][,zmq_endpoint=tcp://h:5557][,replay_endpoint=tcp://h:5558][,kv_topic=PREFIX][,total_kv_blocks=N][,max_batched_tokens=N][,role=aggregated|prefill|decode][,bootstrap_port=N][,adapters=a|b][,lora_on_demand=true]; repeatable. adapters: LoRA adapters it serves (of its first model; discovered from /v1/models entries with a parent when models= is not given); lora_on_demand: it loads any adapter the fleet knows of its models. zmq_endpoint: kvgate subscribes to the engine's KV events itself (Node, Bun, Deno; Workers take them over HTTP from kvgate bridge). Without models= the worker's /v1/models is asked at start. A model with decode-role workers is served disaggregated (see --disaggregation)" },
   { group: "fleet", key: "simWorkers", flag: "sim-workers", kind: int(0, 64), default: 4, doc: "with no --worker, start this many simulated engines in-process on loopback (KV events wired in) so requests work at once; 0 = none (Node only)" },
   { group: "fleet", key: "simGpuBlocks", flag: "sim-gpu-blocks", kind: int(16, 1 << 22), default: 4096, doc: "KV blocks of each simulated engine of the built-in fleet" },
   { group: "fleet", key: "simPrefillWorkers", flag: "sim-prefill-workers", kind: int(0, 64), default: 0, doc: "with the built-in fleet: also start this many simulated prefill engines; the --sim-workers engines then serve as decode workers (disaggregated prefill/decode, see --disaggregation)" },
   { group: "fleet", key: "blockSize", flag: "block-size", kind: int(1, 1 << 16), default: 16, doc: "tokens per KV block for workers that do not say (must equal the engine's)" },
   { group: "fleet", key: "kvEvents", flag: "kv-events", kind: oneOf("auto", "on", "off"), default: "auto", doc: "default for workers without kv_events=: on = the worker pushes KV events to /admin/kv-events; off = kvgate records its own routing decisions; auto = on when every model of the worker has a precise tokenizer" },
+  { group: "fleet", key: "maxAdapters", flag: "max-adapters", kind: int(0, 65_536), default: 256, doc: "LoRA adapters the fleet may know at once (configured and discovered); a worker that would bring more is refused" },
+  { group: "fleet", key: "simLoraAdapters", flag: "sim-lora-adapters", kind: { type: "list" }, default: [], doc: "with the built-in fleet: LoRA adapters (comma-separated) every simulated engine serves, listed in its /v1/models with the model as parent" },
   // tokenizer
   { group: "tokenizer", key: "tokenizers", flag: "tokenizer", kind: { type: "tokenizers" }, env: "KVGATE_TOKENIZERS", default: {}, doc: "MODEL=SOURCE: precise tokenization for MODEL from SOURCE, a directory or URL prefix holding tokenizer.json and tokenizer_config.json; repeatable. Models without one are routed in approximate mode" },
   { group: "tokenizer", key: "tokenizerMaxLoaded", flag: "tokenizer-max-loaded", kind: int(1, 1024), default: 4, doc: "precise tokenizers kept in memory at once" },
@@ -67,6 +71,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "router", key: "router.busyPrefillTokens", flag: "busy-prefill-tokens", kind: num(0), default: undefined, doc: "a worker is busy above this many active prefill tokens; unset = off" },
   { group: "router", key: "router.busyPrefillTokensFrac", flag: "busy-prefill-tokens-frac", kind: num(0), default: undefined, doc: "a worker is busy above this fraction of max_batched_tokens in active prefill; unset = off" },
   { group: "router", key: "router.sessionHeader", flag: "session-header", kind: str, default: "x-session-id", doc: "request header carrying a session id (sticky routing)" },
+  { group: "router", key: "router.tenantHeader", flag: "tenant-header", kind: str, default: "", doc: "request header naming the tenant (e.g. x-tenant-id): a request without cache_salt gets the header's value as its cache_salt (sent to the worker) and cache namespace, so tenants never share predicted prefixes; empty = off" },
   { group: "router", key: "router.affinityMode", flag: "affinity-mode", kind: oneOf("hard", "soft"), default: "hard", doc: "hard: a session stays on its worker; soft: its worker is preferred" },
   { group: "router", key: "router.sessionTtlMs", flag: "session-ttl-ms", kind: int(0), default: 300_000, doc: "idle time before a session binding is forgotten; 0 disables sessions" },
   { group: "router", key: "router.approxTtlMs", flag: "approx-ttl-ms", kind: int(1), default: 120_000, doc: "lifetime of blocks kvgate records for workers without KV events" },

@@ -14,6 +14,10 @@ export interface WorkerConfig {
   id?: string;
   /** Empty or absent: asked from the worker's /v1/models when it is added. */
   models?: string[];
+  /** LoRA adapters served beside the models (vLLM: each under its own model name), adapters of the first model. */
+  adapters?: string[];
+  /** The worker loads any known adapter of its models on demand (vLLM with runtime LoRA updating). */
+  loadsAdapters?: boolean;
   blockSize?: number;
   dpStart?: number;
   dpSize?: number;
@@ -55,6 +59,8 @@ export interface RouterOptions {
   busyPrefillTokens?: number;
   busyPrefillTokensFrac?: number;
   sessionHeader: string;
+  /** Request header naming the tenant, whose cache namespace it becomes (vLLM cache_salt); empty: none. */
+  tenantHeader: string;
   affinityMode: "hard" | "soft";
   sessionTtlMs: number;
   approxTtlMs: number;
@@ -82,6 +88,10 @@ export interface GatewayConfig {
   disagg: DisaggOptions;
   blockSize: number;
   kvEvents: "auto" | "on" | "off";
+  /** LoRA adapters the fleet may know at once (configured and discovered). */
+  maxAdapters: number;
+  /** With the built-in fleet: LoRA adapters every simulated engine serves. */
+  simLoraAdapters: string[];
   tokenizers: Record<string, ModelTokenizerSource>;
   tokenizerMaxLoaded: number;
   router: RouterOptions;
@@ -134,7 +144,7 @@ const WORKER_KEYS: Record<string, keyof WorkerConfig> = {
   url: "url", id: "id", models: "models", model: "models", block_size: "blockSize", dp_start: "dpStart", dp_size: "dpSize",
   role: "role", kv_events: "kvEvents", total_kv_blocks: "totalKvBlocks", max_batched_tokens: "maxBatchedTokens",
   zmq_endpoint: "zmqEndpoint", replay_endpoint: "replayEndpoint", kv_topic: "kvTopic",
-  bootstrap_port: "bootstrapPort",
+  bootstrap_port: "bootstrapPort", adapters: "adapters", lora: "adapters", lora_on_demand: "loadsAdapters",
 };
 
 function snake(k: string): string {
@@ -188,7 +198,11 @@ export function parseWorker(raw: unknown): WorkerConfig {
         (w as Record<string, unknown>)[k] = v;
         break;
       case "models":
-        w.models = typeof v === "string" ? v.split("|").map((m) => m.trim()).filter(Boolean) : Array.isArray(v) && v.every((m) => typeof m === "string" && m) ? [...v] : bad("worker models must be a list of names");
+      case "adapters":
+        w[k] = typeof v === "string" ? v.split("|").map((m) => m.trim()).filter(Boolean) : Array.isArray(v) && v.every((m) => typeof m === "string" && m) ? [...v] : bad(`worker ${snake(k)} must be a list of names`);
+        break;
+      case "loadsAdapters":
+        w.loadsAdapters = boolOf(v, "lora_on_demand");
         break;
       case "kvEvents":
         // "zmq": kvgate subscribes to the engine (needs zmq_endpoint); "http": the engine or a bridge pushes.
@@ -200,6 +214,7 @@ export function parseWorker(raw: unknown): WorkerConfig {
     }
   }
   if (!w.url) bad("a worker needs a url");
+  if (w.adapters?.length && w.models?.length && w.adapters.some((a) => w.models!.includes(a))) bad("a worker's adapters and models must differ");
   let url: URL;
   try {
     url = new URL(w.url);

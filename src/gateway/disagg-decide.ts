@@ -56,12 +56,12 @@ export async function decidePrefill(gw: GatewayState, ex: Exchange, tokens: Uint
   const exclude = excludedOf(ex);
   if (cfg.localPrefillBelow > 0) {
     const d = await gw.router.query({
-      requestId: ex.requestId, tokens, model: ex.model, phase: "decode", sessionId: ex.sessionId, exclude, target: targets.decode, overrides: ex.ext.overrides,
+      requestId: ex.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: "decode", sessionId: ex.sessionId, exclude, target: targets.decode, overrides: ex.ext.overrides,
     });
     if (d.requestTokens - d.cachedTokens < cfg.localPrefillBelow) return { where: "local", reason: "small_uncached" };
   }
   try {
-    const probe = await gw.router.prefillBusy({ requestId: ex.requestId, tokens, model: ex.model, exclude }, cfg.prefillBusyFrac);
+    const probe = await gw.router.prefillBusy({ requestId: ex.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, exclude }, cfg.prefillBusyFrac);
     if (probe.busy) return { where: "local", reason: "prefill_busy" };
   } catch (e) {
     if (isKvgateError(e) && e.code === "KVGATE_ERR_NO_WORKERS") return { where: "local", reason: "no_prefill_workers" };

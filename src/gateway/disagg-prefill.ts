@@ -25,12 +25,12 @@ let legSeq = 0;
 export async function routePrefill(gw: GatewayState, ex: Exchange, tokens: Uint32Array, target: WorkerTarget | undefined, signal: AbortSignal): Promise<PrefillRoute> {
   try {
     const out = await gw.router.route({
-      requestId: `${ex.requestId}/prefill-${(legSeq++).toString(36)}`, tokens, model: ex.model, phase: "prefill", signal,
+      requestId: `${ex.requestId}/prefill-${(legSeq++).toString(36)}`, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: "prefill", signal,
       exclude: excludedOf(ex), overrides: ex.ext.overrides, priority: ex.ext.priority, target,
     });
     if (out.kind === "queue_rejected") return { kind: "unavailable", reason: "prefill_busy", error: queueRejectedError(out.rejection) };
     if (out.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a prefill");
-    gw.metrics.routed(out.signals, ex.tokenizeMs);
+    gw.metrics.routed(out.signals, ex.tokenizeMs, ex);
     return { kind: "routed", handle: out.handle, signals: out.signals };
   } catch (e) {
     if (isKvgateError(e) && !target && e.code === "KVGATE_ERR_NO_WORKERS") return { kind: "unavailable", reason: "no_prefill_workers", error: e };
@@ -71,7 +71,7 @@ export async function runPrefill(gw: GatewayState, ex: Exchange, leg: { handle: 
         handle.firstToken();
         handle.finish();
         // What the prefill engine found cached is the request's actual hit (the decode counts transferred KV cached).
-        gw.metrics.usage((json as { usage?: unknown }).usage);
+        gw.metrics.usage((json as { usage?: unknown }).usage, ex);
         gw.metrics.disaggLeg.observe({ leg: "prefill" }, (gw.fineNow() - started) / 1000);
         return { kind: "done", worker, json: json as Record<string, unknown> };
       }

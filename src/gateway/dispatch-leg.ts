@@ -66,7 +66,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     let outcome;
     try {
       outcome = await gw.router.route({
-        requestId: leg.requestId, tokens, model: ex.model, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
+        requestId: leg.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
         overrides: leg.overrides, priority: ex.ext.priority, target: leg.target,
       });
     } catch (e) {
@@ -79,7 +79,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     const { handle, signals } = outcome;
     if (leg.prefilled) handle.firstToken();
     // One prediction per request: a disaggregated request's is its prefill leg's (recorded by routePrefill).
-    if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs);
+    if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs, ex);
     let failure: UpstreamFailure;
     try {
       const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);

@@ -7,6 +7,7 @@ import { KvgateError } from "../core/errors.ts";
 import { parseRoutingExtension, sessionIdFrom, type RouteSignals } from "../routing/index.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
+import { requestScope } from "./request-scope.ts";
 import { upstreamHeaders } from "./upstream.ts";
 
 function bad(message: string, param: string): never {
@@ -47,13 +48,12 @@ export function workerBodyText(raw: Record<string, unknown>, body: Record<string
 export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string): Promise<Exchange> {
   const arrivedAt = gw.fineNow();
   checkBody(endpoint, raw);
-  const model = typeof raw.model === "string" ? raw.model : undefined;
-  if (model !== undefined && !gw.fleet.serves(model)) {
-    throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${model}\` does not exist.`, { param: "model" });
-  }
+  const scope = requestScope(gw, raw, c.req.raw.headers);
+  const model = scope.model;
   const ext = parseRoutingExtension(raw);
   const body: Record<string, unknown> = { ...raw };
   delete body.kvgate;
+  if (scope.saltFromHeader) body.cache_salt = scope.namespace;
   const stream = raw.stream === true;
   let stripUsage = false;
   const so = raw.stream_options as Record<string, unknown> | null | undefined;
@@ -61,11 +61,13 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
     body.stream_options = { ...(so ?? {}), include_usage: true };
     stripUsage = true;
   }
-  const t = await gw.tokenizers.tokenize(endpoint, body, model);
+  const t = await gw.tokenizers.tokenize(endpoint, body, scope.tokenizerModel);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
   return {
-    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText: workerBodyText(raw, body, rawText, stripUsage),
+    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, adapter: scope.adapter,
+    namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body,
+    bodyText: workerBodyText(raw, body, scope.saltFromHeader ? undefined : rawText, stripUsage),
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
     headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
     signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,

@@ -4,6 +4,7 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import type { Router, WorkerEntry, WorkerHealth, WorkerRole } from "../routing/index.ts";
+import { AdapterCatalog } from "./adapter-catalog.ts";
 import { defaultWorkerId, type WorkerConfig } from "./config.ts";
 
 /**
@@ -31,6 +32,10 @@ export class FleetWorker {
 
   get models(): readonly string[] {
     return this.entry.models;
+  }
+
+  get adapters(): readonly string[] {
+    return this.entry.adapters;
   }
 
   get role(): WorkerRole {
@@ -66,34 +71,50 @@ export interface FleetOptions {
   fetch: typeof fetch;
   /** Model discovery timeout. */
   discoverTimeoutMs?: number;
+  /** LoRA adapters known at once (default 256). */
+  maxAdapters?: number;
+}
+
+/** What a worker serves: base models, and adapters with their parent model. */
+interface Served {
+  models: string[];
+  adapters: [string, string][];
 }
 
 export class Fleet {
   readonly #workers = new Map<string, FleetWorker>();
   /** Unix seconds each model was first served, for /v1/models. */
   readonly #firstSeen = new Map<string, number>();
+  readonly adapters: AdapterCatalog;
 
-  constructor(private readonly router: Router, private readonly opts: FleetOptions) {}
+  constructor(private readonly router: Router, private readonly opts: FleetOptions) {
+    this.adapters = new AdapterCatalog(opts.maxAdapters ?? 256);
+  }
 
   /** Registers a worker with the router, asking its /v1/models first when no models were given. */
   async add(cfg: WorkerConfig): Promise<FleetWorker> {
     const id = cfg.id ?? defaultWorkerId(cfg.url);
     if (this.#workers.has(id)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${id} is already registered`, { worker: id });
-    const models = cfg.models && cfg.models.length > 0 ? cfg.models : await this.#discover(cfg.url);
+    const served: Served = cfg.models && cfg.models.length > 0 ? { models: cfg.models, adapters: [] } : await this.#discover(cfg.url);
+    const models = served.models;
+    for (const a of cfg.adapters ?? []) if (!served.adapters.some(([n]) => n === a)) served.adapters.push([a, models[0]!]);
+    this.adapters.check(served.adapters);
     const kvEvents = cfg.kvEvents ?? (this.opts.kvEvents === "auto" ? models.every(this.opts.precise) : this.opts.kvEvents === "on");
     const entry = this.router.addWorker({
-      id, endpoint: cfg.url, models, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize, dpStart: cfg.dpStart ?? 0,
+      id, endpoint: cfg.url, models, adapters: served.adapters.map(([n]) => n), loadsAdapters: cfg.loadsAdapters, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize, dpStart: cfg.dpStart ?? 0,
       dpSize: cfg.dpSize ?? 1, kvEvents, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
     });
     const w = new FleetWorker(entry, cfg.zmqEndpoint ? { endpoint: cfg.zmqEndpoint, replayEndpoint: cfg.replayEndpoint, topic: cfg.kvTopic } : undefined,
       cfg.bootstrapPort);
     this.#workers.set(id, w);
+    for (const [name, parent] of served.adapters) this.adapters.add(name, parent);
     const now = Math.floor(Date.now() / 1000);
-    for (const m of models) if (!this.#firstSeen.has(m)) this.#firstSeen.set(m, now);
+    for (const m of [...models, ...w.adapters]) if (!this.#firstSeen.has(m)) this.#firstSeen.set(m, now);
     return w;
   }
 
-  async #discover(url: string): Promise<string[]> {
+  /** vLLM lists each adapter as a model whose `parent` is its base model. */
+  async #discover(url: string): Promise<Served> {
     let body: unknown;
     try {
       const res = await this.opts.fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(this.opts.discoverTimeoutMs ?? 5_000) });
@@ -103,9 +124,14 @@ export class Fleet {
       throw new KvgateError("KVGATE_ERR_UPSTREAM", `cannot list the models of ${url} (${(e as Error).message}); give models=`, { url });
     }
     const data = (body as { data?: unknown })?.data;
-    const ids = Array.isArray(data) ? data.map((m) => (m as { id?: unknown })?.id).filter((m): m is string => typeof m === "string" && m.length > 0) : [];
-    if (ids.length === 0) throw new KvgateError("KVGATE_ERR_UPSTREAM", `${url}/v1/models lists no models; give models=`, { url });
-    return ids;
+    const served: Served = { models: [], adapters: [] };
+    for (const m of Array.isArray(data) ? data as { id?: unknown; parent?: unknown }[] : []) {
+      if (typeof m?.id !== "string" || m.id.length === 0) continue;
+      if (typeof m.parent === "string" && m.parent.length > 0) served.adapters.push([m.id, m.parent]);
+      else served.models.push(m.id);
+    }
+    if (served.models.length === 0) throw new KvgateError("KVGATE_ERR_UPSTREAM", `${url}/v1/models lists no models; give models=`, { url });
+    return served;
   }
 
   /** Forgets the worker (its bookings are freed, its index entries dropped); returns the freed bookings. */
@@ -143,10 +169,22 @@ export class Fleet {
     return false;
   }
 
-  /** The union of the fleet's models, in the OpenAI list shape. */
-  models(): { id: string; object: "model"; created: number; owned_by: string }[] {
+  /** Whether some worker serves adapter `name` of `parent`, or can load it. */
+  servesAdapter(name: string, parent: string): boolean {
+    for (const w of this.#workers.values()) {
+      if (w.models.includes(parent) && (w.adapters.includes(name) || w.entry.loadsAdapters)) return true;
+    }
+    return false;
+  }
+
+  /** The union of the fleet's models and the adapters it serves (with `parent`, as vLLM lists them), in the OpenAI list shape. */
+  models(): { id: string; object: "model"; created: number; owned_by: string; parent: string | null }[] {
     const names = new Set<string>();
     for (const w of this.#workers.values()) for (const m of w.models) names.add(m);
-    return [...names].sort().map((id) => ({ id, object: "model", created: this.#firstSeen.get(id) ?? 0, owned_by: "kvgate" }));
+    const out = [...names].sort().map((id) => ({ id, object: "model" as const, created: this.#firstSeen.get(id) ?? 0, owned_by: "kvgate", parent: null as string | null }));
+    for (const [id, parent] of this.adapters.list()) {
+      if (!names.has(id) && this.servesAdapter(id, parent)) out.push({ id, object: "model", created: this.#firstSeen.get(id) ?? 0, owned_by: "kvgate", parent });
+    }
+    return out;
   }
 }

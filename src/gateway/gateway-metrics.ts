@@ -8,6 +8,12 @@ import type { FreeReason, RouteSignals, RouterSnapshot } from "../routing/index.
 import type { ZmqConnectionCounters } from "../events/kv-event-transport.ts";
 import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
 
+/** Whose hit rate a measurement is: the base model and the adapter ("" for none); both bounded by the fleet's configuration. */
+export interface HitScope {
+  readonly model?: string;
+  readonly adapter?: string;
+}
+
 const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
 const SECONDS = exponentialBuckets(0.001, 2, 18);
 /** Compute phases take microseconds: 1 µs … 16 ms. */
@@ -27,6 +33,10 @@ const PLAN_OUTCOMES: Record<FreeReason, string> = {
 /** Ingest counters rendered per event type. */
 const EVENT_TYPES = { storedEvents: "stored", removedEvents: "removed", clearedEvents: "cleared" } as const;
 
+function scopeLabels(scope: HitScope, source: "predicted" | "reported"): Record<string, string> {
+  return { model: scope.model ?? "", adapter: scope.adapter ?? "", source };
+}
+
 export class GatewayMetrics {
   readonly registry = new MetricsRegistry();
   readonly requests = this.registry.counter("kvgate_requests_total", "Requests answered, by endpoint and HTTP status");
@@ -38,6 +48,8 @@ export class GatewayMetrics {
   readonly predictedCached = this.registry.counter("kvgate_predicted_cached_tokens_total", "Prompt tokens predicted cached on the chosen worker");
   readonly promptTokens = this.registry.counter("kvgate_reported_prompt_tokens_total", "Prompt tokens workers reported in usage");
   readonly cachedTokens = this.registry.counter("kvgate_reported_cached_tokens_total", "Cached prompt tokens workers reported in usage");
+  readonly scopePrompt = this.registry.counter("kvgate_model_prompt_tokens_total", "Prompt tokens by model and LoRA adapter, as kvgate counted them when routing (source=predicted) or as the worker reported them (source=reported)");
+  readonly scopeCached = this.registry.counter("kvgate_model_cached_tokens_total", "Cached prompt tokens by model and LoRA adapter: predicted on the chosen worker (source=predicted) or reported by it (source=reported); cached / prompt tokens is the hit rate");
   readonly overhead = this.registry.histogram("kvgate_routing_overhead_ms", "Routing work per request by phase: tokenize, hash_match, schedule, queue (wait), total", MS_FINE);
   readonly queueDepth = this.registry.gauge("kvgate_queue_pending_requests", "Requests parked in the admission queue");
   readonly activeRequests = this.registry.gauge("kvgate_active_requests", "Requests holding a booking on a worker");
@@ -80,9 +92,14 @@ export class GatewayMetrics {
     this.plansClosed.inc({ outcome: PLAN_OUTCOMES[reason] });
   }
 
-  routed(s: RouteSignals, tokenizeMs: number): void {
+  routed(s: RouteSignals, tokenizeMs: number, scope?: HitScope): void {
     this.predictedHit.observe(undefined, s.predictedHitRate);
     this.predictedCached.inc(undefined, s.cachedTokens);
+    if (scope) {
+      const l = scopeLabels(scope, "predicted");
+      this.scopePrompt.inc(l, s.requestTokens);
+      this.scopeCached.inc(l, s.cachedTokens);
+    }
     this.overhead.observe({ phase: "tokenize" }, tokenizeMs);
     this.overhead.observe({ phase: "hash_match" }, s.timings.hashMatchMs);
     this.overhead.observe({ phase: "schedule" }, s.timings.scheduleMs);
@@ -91,7 +108,7 @@ export class GatewayMetrics {
   }
 
   /** Records a worker's reported usage (the actual cache hit next to the predicted one). */
-  usage(u: unknown): void {
+  usage(u: unknown, scope?: HitScope): void {
     if (u === null || typeof u !== "object") return;
     const { prompt_tokens: prompt, prompt_tokens_details: d } = u as { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
     if (typeof prompt !== "number" || prompt <= 0) return;
@@ -100,6 +117,11 @@ export class GatewayMetrics {
     if (typeof cached === "number") {
       this.cachedTokens.inc(undefined, cached);
       this.actualHit.observe(undefined, Math.min(1, cached / prompt));
+      if (scope) {
+        const l = scopeLabels(scope, "reported");
+        this.scopePrompt.inc(l, prompt);
+        this.scopeCached.inc(l, Math.min(prompt, cached));
+      }
     }
   }
 

@@ -41,7 +41,14 @@ export interface Exchange {
   readonly endpoint: Endpoint;
   /** Upstream path, e.g. /v1/chat/completions. */
   readonly path: string;
+  /** The base model (an adapter's parent): what the router filters by. */
   readonly model: string | undefined;
+  /** LoRA adapter (model name of an adapter, or SGLang's lora_path): salts the hashes, filters the workers. */
+  readonly adapter: string | undefined;
+  /** Cache namespace (cache_salt or the tenant header): salts the first block's hash. */
+  readonly namespace: string | undefined;
+  /** The model whose tokenizer renders the prompt. */
+  readonly tokenizerModel: string | undefined;
   /** The body workers get: the `kvgate` routing field removed, include_usage added when kvgate asked for it. */
   readonly body: Record<string, unknown>;
   readonly bodyText: string;

@@ -97,7 +97,9 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     warned.set(model, now());
     log("warn", `model ${model}: routing in approximate mode (${(e as Error).message})`);
   });
-  const fleet = new Fleet(router, { blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn });
+  const fleet = new Fleet(router, {
+    blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn, maxAdapters: config.maxAdapters,
+  });
   health = new WorkerHealthMonitor(fleet, fetchFn, {
     intervalMs: ops.healthCheckMs, probeMs: config.upstream.healthProbeMs, timeoutMs: ops.healthTimeoutMs,
     failThreshold: ops.healthFailThreshold, successThreshold: ops.healthSuccessThreshold,

@@ -15,13 +15,17 @@ import { readJsonObjectText } from "../core/json-body.ts";
 import { newPlanId, routeTokenGuard } from "./route-plans.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
-export function previewBody(s: RouteSignals, tokenizeMs: number): Record<string, unknown> {
+export function previewBody(s: RouteSignals, ex: Pick<Exchange, "tokenizeMs" | "model" | "adapter" | "namespace">): Record<string, unknown> {
+  const tokenizeMs = ex.tokenizeMs;
   return {
     object: "kvgate.route",
     request_id: s.requestId,
     worker: s.worker,
     dp_rank: s.dpRank,
     endpoint: s.endpoint,
+    model: ex.model ?? null,
+    adapter: ex.adapter ?? null,
+    namespace: ex.namespace ?? null,
     overlap_blocks: s.overlapBlocks,
     best_overlap_blocks: s.bestOverlapBlocks,
     prompt_blocks: s.promptBlocks,
@@ -52,14 +56,14 @@ async function commit(gw: GatewayState, ex: Exchange): Promise<{ body: Record<st
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `model ${ex.model} is served disaggregated (prefill and decode workers); commit books one worker and cannot plan both legs`, { param: "commit" });
   }
   const out = await gw.router.commit({
-    requestId: ex.requestId, tokens: ex.tokens, model: ex.model, sessionId: ex.sessionId, signal: ex.signal, exclude: ex.ext.exclude,
+    requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, sessionId: ex.sessionId, signal: ex.signal, exclude: ex.ext.exclude,
     overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target,
   }, newPlanId());
   if (out.kind === "queue_rejected") throw queueRejectedError(out.rejection);
   // One prediction per booked request, as kvgate's own dispatch records it.
-  gw.metrics.routed(out.signals, ex.tokenizeMs);
+  gw.metrics.routed(out.signals, ex.tokenizeMs, ex);
   const plan = out.plan;
-  return { body: { ...previewBody(out.signals, ex.tokenizeMs), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) }, signals: out.signals };
+  return { body: { ...previewBody(out.signals, ex), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) }, signals: out.signals };
 }
 
 export function routePreviewHandler(gw: GatewayState) {
@@ -77,9 +81,9 @@ export function routePreviewHandler(gw: GatewayState) {
     // A disaggregated model is previewed on its decode pool (where the client's stream would come from).
     const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
     const s = await gw.router.query({
-      requestId: ex.requestId, tokens: ex.tokens, model: ex.model, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude,
+      requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude,
       overrides: ex.ext.overrides, target: ex.ext.target,
     });
-    return c.json(previewBody(s, ex.tokenizeMs), 200, { "x-gateway-destination-endpoint": new URL(s.endpoint).host });
+    return c.json(previewBody(s, ex), 200, { "x-gateway-destination-endpoint": new URL(s.endpoint).host });
   };
 }

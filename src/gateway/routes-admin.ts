@@ -26,7 +26,7 @@ import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "../events/kv-frames.ts";
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);
   return {
-    id: w.id, url: w.url, models: w.models, role: w.role, block_size: w.blockSize, dp_start: w.dpStart, dp_size: w.dpSize,
+    id: w.id, url: w.url, models: w.models, adapters: w.adapters, lora_on_demand: w.entry.loadsAdapters, role: w.role, block_size: w.blockSize, dp_start: w.dpStart, dp_size: w.dpSize,
     kv_events: w.kvEvents, total_kv_blocks: w.totalKvBlocks ?? null, max_batched_tokens: w.maxBatchedTokens ?? null,
     bootstrap_port: w.bootstrapPort ?? null,
     health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id), circuit: gw.health.circuitState(w.id) ?? null,

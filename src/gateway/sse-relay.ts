@@ -177,7 +177,7 @@ export class SseRelay {
   }
 
   #recordUsage(): void {
-    if (this.#attemptUsage !== undefined && !this.#cur.kvTransferred) this.gw.metrics.usage(this.#attemptUsage);
+    if (this.#attemptUsage !== undefined && !this.#cur.kvTransferred) this.gw.metrics.usage(this.#attemptUsage, this.ex);
     this.#attemptUsage = undefined;
   }
 
@@ -245,7 +245,7 @@ export class SseRelay {
       if (!before) {
         const body = continuationBody(ex.endpoint, ex.body, this.#generated, this.#tokens);
         bodyText = JSON.stringify(body);
-        const t = await gw.tokenizers.tokenize(ex.endpoint, body, ex.model);
+        const t = await gw.tokenizers.tokenize(ex.endpoint, body, ex.tokenizerModel);
         tokens = t.tokens.subarray(0, gw.config.index.maxPromptTokens);
       }
       next = await dispatch(gw, ex, tokens, bodyText, budget);

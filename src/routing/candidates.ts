@@ -1,7 +1,7 @@
 /** @module Which (worker, rank) pairs a request may go to: role, model, health, exclusions, and explicit targets. */
 import { KvgateError } from "../core/errors.ts";
 import type { RouteRequest, WorkerRole, WorkerTarget } from "./routing-types.ts";
-import type { RankState, WorkerRegistry } from "./worker-registry.ts";
+import { servesAdapter, type RankState, type WorkerRegistry } from "./worker-registry.ts";
 
 export function phaseOf(req: RouteRequest): WorkerRole {
   return req.phase ?? "aggregated";
@@ -9,14 +9,15 @@ export function phaseOf(req: RouteRequest): WorkerRole {
 
 /** Healthy ranks of the request's phase serving its model, minus excluded workers. Shared array when nothing is excluded. */
 export function eligibleRanks(registry: WorkerRegistry, req: RouteRequest): readonly RankState[] {
-  const all = registry.eligible(req.model, phaseOf(req));
+  const all = registry.eligible(req.model, phaseOf(req), req.lora);
   const ex = req.exclude;
   if (!ex || ex.length === 0) return all;
   return all.filter((r) => !ex.includes(r.worker.id));
 }
 
 export function noWorkers(req: RouteRequest): KvgateError {
-  const what = `${phaseOf(req)} workers${req.model === undefined ? "" : ` serving ${req.model}`}`;
+  const adapter = req.lora === undefined ? "" : ` with adapter ${req.lora}`;
+  const what = `${phaseOf(req)} workers${req.model === undefined ? "" : ` serving ${req.model}`}${adapter}`;
   const excluded = req.exclude && req.exclude.length > 0 ? ` (excluding ${req.exclude.join(", ")})` : "";
   return new KvgateError("KVGATE_ERR_NO_WORKERS", `no healthy ${what}${excluded}`, { model: req.model, phase: phaseOf(req) });
 }
@@ -33,6 +34,9 @@ export function resolveTarget(registry: WorkerRegistry, req: RouteRequest, targe
   }
   if (req.model !== undefined && !w.models.includes(req.model)) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} does not serve ${req.model}`, { worker: w.id });
+  }
+  if (!servesAdapter(w, req.lora)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} does not serve adapter ${req.lora}`, { worker: w.id });
   }
   if (req.exclude?.includes(w.id)) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `worker ${w.id} is both targeted and excluded`, { worker: w.id });

@@ -127,7 +127,7 @@ export class RoutingCore {
   /** The target still exists, is healthy, fits the request's model and phase, and is not excluded. */
   usable(t: AffinityTarget, req: RouteRequest): boolean {
     const rank = this.rankOf(t);
-    return rank !== undefined && this.registry.isEligible(rank, req.model, phaseOf(req)) && !req.exclude?.includes(t.worker);
+    return rank !== undefined && this.registry.isEligible(rank, req.model, phaseOf(req), req.lora) && !req.exclude?.includes(t.worker);
   }
 
   /** Candidates and pin for the request as the fleet is now; throws NO_WORKERS / ALL_WORKERS_BUSY / target errors. */

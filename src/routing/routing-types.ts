@@ -12,6 +12,10 @@ export interface WorkerSpec {
   endpoint: string;
   /** Model names served; a request for another model never lands here. */
   models: readonly string[];
+  /** LoRA adapters served beside the models (the names requests and KV events give them). */
+  adapters?: readonly string[];
+  /** Loads any adapter of its models on demand (vLLM with runtime LoRA updating): a candidate for every adapter. */
+  loadsAdapters?: boolean;
   /** Default "aggregated". */
   role?: WorkerRole;
   /** First data-parallel rank. Default 0. */
@@ -53,7 +57,9 @@ export interface RouteRequest {
   model?: string;
   /** Default "aggregated". */
   phase?: WorkerRole;
+  /** LoRA adapter (its served name): the block hashes' seed, and only workers serving or loading it are candidates. */
   lora?: string;
+  /** Cache namespace (vLLM's cache_salt, a tenant): salts the first block's hash as the engine does (cache-salt.ts). */
   namespace?: string;
   eagle?: boolean;
   overrides?: RouteOverrides;

@@ -3,6 +3,7 @@
  * the core's cost function. Books nothing; the hot path, so it avoids per-request allocation where it can.
  */
 import { KvgateError } from "../core/errors.ts";
+import { CacheSalts } from "../core/cache-salt.ts";
 import { ScoreCol, type KvIndex } from "../core/kv-index.ts";
 import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
@@ -58,6 +59,7 @@ export class Selector {
   #keys = new Uint32Array(0);
   /** Set for a cache-blind policy: it overrides the kernel's choice (costs are still computed for the signals). */
   readonly #picker: PolicyPicker | undefined;
+  readonly #salts: CacheSalts;
 
   /**
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
@@ -68,6 +70,7 @@ export class Selector {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
+    this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
 
   select(req: RouteRequest, p: SelectParams): Selection {
@@ -85,7 +88,7 @@ export class Selector {
       if (r.load.activeRequests > 0) anyActive = true;
     }
     const t0 = this.fine();
-    const matched = this.index.route(req.tokens, { blockSize, lora: req.lora, namespace: req.namespace, eagle: req.eagle });
+    const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, req.eagle));
     const promptBlocks = this.index.lastBlocks;
     const t1 = this.fine();
     const gen = this.#nextGeneration();

@@ -8,6 +8,10 @@ export interface WorkerEntry {
   readonly id: string;
   readonly endpoint: string;
   readonly models: readonly string[];
+  /** LoRA adapters it serves (their served names). */
+  readonly adapters: readonly string[];
+  /** It loads any adapter of its models on demand. */
+  readonly loadsAdapters: boolean;
   readonly role: WorkerRole;
   readonly blockSize: number;
   readonly totalKvBlocks?: number;
@@ -31,6 +35,11 @@ export interface RankState {
 
 const ROLES: readonly WorkerRole[] = ["aggregated", "prefill", "decode"];
 const HEALTH: readonly WorkerHealth[] = ["healthy", "draining", "unhealthy"];
+
+/** Whether the worker serves adapter `lora` (always, for a base-model request). */
+export function servesAdapter(w: WorkerEntry, lora: string | undefined): boolean {
+  return lora === undefined || w.loadsAdapters || w.adapters.includes(lora);
+}
 
 function bad(message: string): never {
   throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message);
@@ -72,7 +81,8 @@ export class WorkerRegistry {
     }
     const ranks: RankState[] = [];
     const entry: WorkerEntry = {
-      id: spec.id, endpoint: spec.endpoint, models: [...spec.models], role, blockSize: spec.blockSize,
+      id: spec.id, endpoint: spec.endpoint, models: [...spec.models], adapters: [...(spec.adapters ?? [])],
+      loadsAdapters: spec.loadsAdapters === true, role, blockSize: spec.blockSize,
       totalKvBlocks: spec.totalKvBlocks, maxBatchedTokens: spec.maxBatchedTokens, kvEvents: spec.kvEvents ?? true,
       health, cacheCold: false, ranks, registered: true,
     };
@@ -135,8 +145,16 @@ export class WorkerRegistry {
     return this.#workers.size;
   }
 
-  /** Healthy ranks of `role` serving `model` (any model when undefined). The array is shared: do not mutate it. */
-  eligible(model: string | undefined, role: WorkerRole): readonly RankState[] {
+  /**
+   * Healthy ranks of `role` serving `model` (any model when undefined) and adapter `lora` when given. The array is
+   * shared: do not mutate it. Lists are cached per model and role only, so unknown adapter names cost no memory.
+   */
+  eligible(model: string | undefined, role: WorkerRole, lora?: string): readonly RankState[] {
+    const base = this.#eligibleFor(model, role);
+    return lora === undefined ? base : base.filter((r) => servesAdapter(r.worker, lora));
+  }
+
+  #eligibleFor(model: string | undefined, role: WorkerRole): readonly RankState[] {
     const key = `${model ?? ""}\u0000${role}`;
     let list = this.#eligible.get(key);
     if (list) return list;
@@ -151,9 +169,10 @@ export class WorkerRegistry {
   }
 
   /** Whether `rank` is still a healthy member of the fleet for this model and role. */
-  isEligible(rank: RankState, model: string | undefined, role: WorkerRole): boolean {
+  isEligible(rank: RankState, model: string | undefined, role: WorkerRole, lora?: string): boolean {
     const w = rank.worker;
-    return w.registered && w.health === "healthy" && w.role === role && (model === undefined || w.models.includes(model));
+    return w.registered && w.health === "healthy" && w.role === role && (model === undefined || w.models.includes(model)) &&
+      servesAdapter(w, lora);
   }
 
   #changed(): void {

@@ -5,7 +5,9 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
+import { CacheSalts } from "../core/cache-salt.ts";
 import { hashPromptReference } from "../reference/block-hash-reference.ts";
+import { xxh3Reference } from "../reference/xxh3-reference.ts";
 import { chainStep } from "../reference/index-reference.ts";
 
 export interface BlockHashes {
@@ -13,12 +15,18 @@ export interface BlockHashes {
   seq: bigint;
 }
 
+/** What vLLM folds into a request's block hashes besides its tokens: the LoRA adapter, and cache_salt in the first block. */
+export interface HashSalt {
+  lora?: string;
+  cacheSalt?: string;
+}
+
 export interface BlockHasher {
   readonly blockSize: number;
   /** Hashes of every complete block of `tokens` (a trailing partial block is not hashed). */
-  hashBlocks(tokens: ArrayLike<number>): BlockHashes[];
+  hashBlocks(tokens: ArrayLike<number>, salt?: HashSalt): BlockHashes[];
   /** Hashes of one complete block following the block whose sequence hash is `parent` (null at the root). */
-  nextBlock(parent: bigint | null, blockTokens: ArrayLike<number>): BlockHashes;
+  nextBlock(parent: bigint | null, blockTokens: ArrayLike<number>, salt?: HashSalt): BlockHashes;
 }
 
 function zip(h: { local: bigint[]; seq: bigint[] }): BlockHashes[] {
@@ -33,12 +41,13 @@ function checkBlock(blockTokens: ArrayLike<number>, blockSize: number): void {
 export function wasmBlockHasher(index: KvIndex, blockSize: number): BlockHasher {
   const pair = new Uint8Array(16);
   const view = new DataView(pair.buffer);
+  const salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   return {
     blockSize,
-    hashBlocks: (tokens) => zip(index.hash(tokens, { blockSize })),
-    nextBlock(parent, blockTokens) {
+    hashBlocks: (tokens, salt) => zip(index.hash(tokens, salts.options(blockSize, salt?.lora, salt?.cacheSalt))),
+    nextBlock(parent, blockTokens, salt) {
       checkBlock(blockTokens, blockSize);
-      const local = index.hash(blockTokens, { blockSize }).local[0]!;
+      const local = index.hash(blockTokens, salts.options(blockSize, salt?.lora, parent === null ? salt?.cacheSalt : undefined)).local[0]!;
       if (parent === null) return { local, seq: local };
       view.setBigUint64(0, parent, true);
       view.setBigUint64(8, local, true);
@@ -49,12 +58,13 @@ export function wasmBlockHasher(index: KvIndex, blockSize: number): BlockHasher 
 
 /** The BigInt reference hashing (slow, dependency-free): for tests and for checking the WASM path. */
 export function referenceBlockHasher(blockSize: number): BlockHasher {
+  const salts = new CacheSalts(xxh3Reference);
   return {
     blockSize,
-    hashBlocks: (tokens) => zip(hashPromptReference(tokens, { blockSize })),
-    nextBlock(parent, blockTokens) {
+    hashBlocks: (tokens, salt) => zip(hashPromptReference(tokens, salts.options(blockSize, salt?.lora, salt?.cacheSalt))),
+    nextBlock(parent, blockTokens, salt) {
       checkBlock(blockTokens, blockSize);
-      const local = hashPromptReference(blockTokens, { blockSize }).local[0]!;
+      const local = hashPromptReference(blockTokens, salts.options(blockSize, salt?.lora, parent === null ? salt?.cacheSalt : undefined)).local[0]!;
       return { local, seq: parent === null ? local : chainStep(parent, local) };
     },
   };

@@ -34,10 +34,11 @@ export async function startDefaultFleet(gateway: Gateway, startSim: StartSimServ
         const r = ingest.ingest({ worker: b.workerId, dpRank: b.dpRank, seq: b.seq, bytes: b.bytes });
         void r;
       });
-      const server = await startSim({ workerId, model: SIM_MODEL, numGpuBlocks: gpuBlocks, blockSize, sinks: [sink], role });
+      const loraAdapters = gateway.state.config.simLoraAdapters;
+      const server = await startSim({ workerId, model: SIM_MODEL, loraAdapters, numGpuBlocks: gpuBlocks, blockSize, sinks: [sink], role });
       servers.push(server);
       await fleet.add({
-        url: server.url, id: workerId, models: [SIM_MODEL], blockSize, kvEvents: true, totalKvBlocks: gpuBlocks, role,
+        url: server.url, id: workerId, models: [SIM_MODEL], adapters: loraAdapters, blockSize, kvEvents: true, totalKvBlocks: gpuBlocks, role,
         // The prefill busy probe measures load against a batch; the aggregated fleet keeps the router's default.
         ...(role === "prefill" ? { maxBatchedTokens: server.engine.options.maxNumBatchedTokens, bootstrapPort: server.port } : {}),
       });

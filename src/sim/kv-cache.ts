@@ -13,7 +13,7 @@
  *   gives its own back ("collapse", as the mocker does), so one hash never names two blocks.
  */
 import { KvgateError } from "../core/errors.ts";
-import type { BlockHashes } from "./block-hasher.ts";
+import type { BlockHashes, HashSalt } from "./block-hasher.ts";
 import { BlockLru } from "./block-lru.ts";
 import { ALL_BLOCKS_CLEARED, blockRemoved, blockStored, type KvCacheEvent } from "./kv-events.ts";
 
@@ -138,13 +138,13 @@ export class KvCache {
    * block before the first one (null at the root). Returns the ids the sequence holds afterwards (a block whose
    * content is already cached is swapped for the cached one).
    */
-  commit(parent: bigint | null, blocks: readonly CommitBlock[]): number[] {
+  commit(parent: bigint | null, blocks: readonly CommitBlock[], salt: HashSalt = {}): number[] {
     const ids = blocks.map((b) => b.id);
     if (!this.prefixCaching) return ids;
     let runParent = parent;
     let run: { hashes: bigint[]; tokens: number[] } = { hashes: [], tokens: [] };
     const flush = (): void => {
-      if (run.hashes.length > 0) this.#events.push(blockStored(runParent, run.hashes, run.tokens, this.blockSize));
+      if (run.hashes.length > 0) this.#events.push(blockStored(runParent, run.hashes, run.tokens, this.blockSize, salt));
       run = { hashes: [], tokens: [] };
     };
     let prev = parent;

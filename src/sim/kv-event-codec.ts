@@ -20,7 +20,7 @@ function arrayEvent(e: KvCacheEvent): unknown[] {
   switch (e.type) {
     case "BlockStored":
       return [e.type, e.block_hashes.map(wireHash), e.parent_block_hash === null ? null : wireHash(e.parent_block_hash),
-        e.token_ids, e.block_size, e.lora_id, e.medium, e.lora_name];
+        e.token_ids, e.block_size, e.lora_id, e.medium, e.lora_name, ...(e.extra_keys ? [e.extra_keys] : [])];
     case "BlockRemoved":
       return [e.type, e.block_hashes.map(wireHash), e.medium];
     case "AllBlocksCleared":
@@ -40,7 +40,7 @@ function mapEvent(e: KvCacheEvent): Record<string, unknown> {
         lora_id: e.lora_id,
         medium: e.medium,
         lora_name: e.lora_name,
-        extra_keys: e.block_hashes.map(() => null),
+        extra_keys: e.extra_keys ?? e.block_hashes.map(() => null),
         group_idx: GROUP_IDX,
         kv_cache_spec_kind: SPEC_KIND,
       };

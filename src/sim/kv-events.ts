@@ -3,6 +3,7 @@
  * to the router like vLLM's, so tests can compare directly (docs/kv-events.md).
  */
 
+import type { HashSalt } from "./block-hasher.ts";
 import { MEDIUM_GPU, type AllBlocksClearedEvent, type BlockRemovedEvent, type BlockStoredEvent } from "../events/kv-event-types.ts";
 
 // The event types live with the decoder in src/events (one wire format for the sim and the router).
@@ -10,7 +11,21 @@ export {
   MEDIUM_GPU, type AllBlocksClearedEvent, type BlockRemovedEvent, type BlockStoredEvent, type KvCacheEvent, type KvEventBatch,
 } from "../events/kv-event-types.ts";
 
-export function blockStored(parent: bigint | null, hashes: bigint[], tokens: number[], blockSize: number): BlockStoredEvent {
+/**
+ * vLLM's extra keys per block: the adapter's name on every block, and the request's cache_salt on its first block
+ * only (start_token_idx 0), which is block 0 of an event without a parent. Null when no block has any.
+ */
+function extraKeys(parent: bigint | null, n: number, salt: HashSalt): (string[] | null)[] | null {
+  if (!salt.lora && !(salt.cacheSalt && parent === null)) return null;
+  return Array.from({ length: n }, (_, i) => {
+    const keys = salt.lora ? [salt.lora] : [];
+    if (i === 0 && parent === null && salt.cacheSalt) keys.push(salt.cacheSalt);
+    return keys.length > 0 ? keys : null;
+  });
+}
+
+export function blockStored(parent: bigint | null, hashes: bigint[], tokens: number[], blockSize: number, salt: HashSalt = {}): BlockStoredEvent {
+  const extra = extraKeys(parent, hashes.length, salt);
   return {
     type: "BlockStored",
     block_hashes: hashes,
@@ -19,7 +34,8 @@ export function blockStored(parent: bigint | null, hashes: bigint[], tokens: num
     block_size: blockSize,
     lora_id: null,
     medium: MEDIUM_GPU,
-    lora_name: null,
+    lora_name: salt.lora ?? null,
+    ...(extra ? { extra_keys: extra } : {}),
   };
 }
 

@@ -16,6 +16,10 @@ export interface ParsedRequest {
   prompt: Uint32Array;
   maxTokens: number | undefined;
   stream: boolean;
+  /** The LoRA adapter the model names (set by the app, which knows the engine's adapters). */
+  lora?: string;
+  /** vLLM's `cache_salt`: salts the first block's hash, so only requests with the same salt share cached blocks. */
+  cacheSalt: string | undefined;
   /** `stream_options.include_usage`: a final chunk with `choices: []` and `usage`. */
   includeUsage: boolean;
   /** vLLM's `stream_options.continuous_usage_stats`: usage on every chunk. */
@@ -57,6 +61,8 @@ export function parseRequest(kind: EndpointKind, raw: unknown): ParsedRequest {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw bad("the request body must be a JSON object");
   const body = raw as Record<string, unknown>;
   if (body.model !== undefined && body.model !== null && typeof body.model !== "string") throw bad("model must be a string", "model");
+  const salt = body.cache_salt;
+  if (salt !== undefined && salt !== null && (typeof salt !== "string" || salt.length === 0)) throw bad("cache_salt must be a non-empty string", "cache_salt");
   const n = optionalInt(body, "n");
   if (n !== undefined && n !== 1) throw bad("the simulated engine supports n = 1 only", "n");
   if (body.best_of !== undefined && body.best_of !== null && body.best_of !== 1) throw bad("the simulated engine supports best_of = 1 only", "best_of");
@@ -83,6 +89,7 @@ export function parseRequest(kind: EndpointKind, raw: unknown): ParsedRequest {
     kind,
     model: (body.model as string | undefined) ?? undefined,
     prompt,
+    cacheSalt: typeof salt === "string" ? salt : undefined,
     maxTokens,
     stream,
     includeUsage: optionalBool(opts.include_usage, "stream_options.include_usage"),

@@ -147,7 +147,7 @@ export class Scheduler {
       blocks.push({ id: seq.blockIds[i]!, hashes: seq.hashes[i]!, tokens: seq.tokens.slice(i * bs, (i + 1) * bs) });
     }
     const parent = seq.committed > 0 ? seq.hashes[seq.committed - 1]!.seq : null;
-    const ids = this.cache.commit(parent, blocks);
+    const ids = this.cache.commit(parent, blocks, seq.salt);
     for (let k = 0; k < ids.length; k++) seq.blockIds[seq.committed + k] = ids[k]!;
     seq.committed = full;
   }

@@ -22,8 +22,10 @@ function errorResponse(e: KvgateError): Response {
   return Response.json(e.toJSON(), { status: e.status });
 }
 
-function checkModel(engine: SimEngine, model: unknown): void {
-  if (model === undefined || model === null || model === engine.options.model) return;
+/** The adapter a request's model names (undefined for the base model); unknown names are 404, as in vLLM. */
+function checkModel(engine: SimEngine, model: unknown): string | undefined {
+  if (model === undefined || model === null || model === engine.options.model) return undefined;
+  if (typeof model === "string" && engine.options.loraAdapters.includes(model)) return model;
   throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${String(model)}\` does not exist.`, { param: "model" });
 }
 
@@ -46,7 +48,11 @@ export function createSimApp(engine: SimEngine, opts: { fetch?: typeof fetch } =
     const o = engine.options;
     return Response.json({
       object: "list",
-      data: [{ id: o.model, object: "model", created: Math.floor(unixSeconds(engine.clock)), owned_by: "vllm", root: o.model, parent: null, max_model_len: o.maxModelLen, permission: [] }],
+      data: [
+        { id: o.model, object: "model", created: Math.floor(unixSeconds(engine.clock)), owned_by: "vllm", root: o.model, parent: null, max_model_len: o.maxModelLen, permission: [] },
+        // vLLM lists each LoRA adapter under its own name, its base model as parent.
+        ...o.loraAdapters.map((id) => ({ id, object: "model", created: Math.floor(unixSeconds(engine.clock)), owned_by: "vllm", root: `/adapters/${id}`, parent: o.model, max_model_len: o.maxModelLen, permission: [] })),
+      ],
     });
   });
 
@@ -85,7 +91,7 @@ export function createSimApp(engine: SimEngine, opts: { fetch?: typeof fetch } =
   const completions = (kind: EndpointKind) => async (c: Context): Promise<Response> => {
     const body = await readJsonObject(c.req.raw);
     const parsed = parseRequest(kind, body);
-    checkModel(engine, parsed.model);
+    parsed.lora = checkModel(engine, parsed.model);
     const { req, hooks } = await disagg.prepare(body, parsed, c.req.url, c.req.raw.signal);
     return generate({ engine, req, requestId: c.req.header("x-request-id") || undefined, signal: c.req.raw.signal, transfer: hooks });
   };

@@ -14,6 +14,8 @@ export const SIM_USAGE = `usage: kvgate sim [options]
   --host H                   listen address (default 127.0.0.1)
   --port N                   listen port (default 8000; 0 = any free port)
   --model NAME               served model name (default kvgate-sim)
+  --lora-adapters A,B        LoRA adapters served beside it, each under its own model name (listed in
+                             /v1/models with the model as parent; their blocks and KV events carry lora_name)
   --worker-id ID             worker id on KV-event batches (default sim-<port>)
   --dp-rank N                data-parallel rank (default 0)
   --num-gpu-blocks N         KV blocks (default 16384)
@@ -51,7 +53,7 @@ export interface SimCommandConfig {
 }
 
 const SPEC = {
-  host: "value", port: "value", model: "value", "worker-id": "value", "dp-rank": "value", "num-gpu-blocks": "value",
+  host: "value", port: "value", model: "value", "lora-adapters": "value", "worker-id": "value", "dp-rank": "value", "num-gpu-blocks": "value",
   "block-size": "value", "max-num-seqs": "value", "max-num-batched-tokens": "value", "max-model-len": "value",
   speedup: "value", "decode-speedup": "value", "default-max-tokens": "value", "no-prefix-caching": "bool",
   "no-chunked-prefill": "bool", "events-url": "value", "events-token": "value", "events-encoding": "value",
@@ -80,6 +82,7 @@ export function parseSimArgs(args: readonly string[], env: Record<string, string
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--port must be 0..65535`);
   const engine: SimEngineOptions = {
     model: str(flags, "model"),
+    loraAdapters: str(flags, "lora-adapters")?.split(",").map((a) => a.trim()).filter(Boolean),
     workerId: str(flags, "worker-id"),
     dpRank: num(flags, "dp-rank"),
     numGpuBlocks: num(flags, "num-gpu-blocks"),

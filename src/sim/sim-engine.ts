@@ -25,6 +25,9 @@ export interface SimRequest {
   maxTokens?: number;
   /** Leading prompt tokens whose KV a remote prefill computed (disaggregated serving): cached, not recomputed. */
   externalTokens?: number;
+  /** LoRA adapter (one of the engine's loraAdapters) and cache_salt: they key the request's blocks, as in vLLM. */
+  lora?: string;
+  cacheSalt?: string;
 }
 
 export type FinishReason = "length" | "abort";
@@ -132,8 +135,12 @@ export class SimEngine {
     }
     const id = req.id ?? `${this.options.workerId}-${(this.#nextId++).toString(16)}`;
     if (this.#live.has(id)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `request id ${id} is already running`);
-    const hashes = this.options.enablePrefixCaching ? this.#scheduler.hasher.hashBlocks(req.prompt) : [];
-    const seq = new SimSequence(id, req.prompt, maxTokens, this.clock.now(), hashes);
+    if (req.lora !== undefined && !this.options.loraAdapters.includes(req.lora)) {
+      throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${req.lora}\` does not exist.`, { param: "model" });
+    }
+    const salt = { lora: req.lora, cacheSalt: req.cacheSalt };
+    const hashes = this.options.enablePrefixCaching ? this.#scheduler.hasher.hashBlocks(req.prompt, salt) : [];
+    const seq = new SimSequence(id, req.prompt, maxTokens, this.clock.now(), hashes, salt);
     seq.externalTokens = Math.max(0, Math.min(req.externalTokens ?? 0, seq.promptLen));
     let resolve!: (r: SimResult) => void;
     const result = new Promise<SimResult>((r) => (resolve = r));

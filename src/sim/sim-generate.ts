@@ -29,7 +29,7 @@ export interface TransferHooks {
 }
 
 function metaFor(engine: SimEngine, req: ParsedRequest, id: string): ResponseMeta {
-  return { kind: req.kind, id: `${req.kind === "chat" ? "chatcmpl" : "cmpl"}-${id}`, created: Math.floor(unixSeconds(engine.clock)), model: engine.options.model };
+  return { kind: req.kind, id: `${req.kind === "chat" ? "chatcmpl" : "cmpl"}-${id}`, created: Math.floor(unixSeconds(engine.clock)), model: req.model ?? engine.options.model };
 }
 
 export async function generate({ engine, req, requestId, signal, transfer = {} }: GenerateInput): Promise<Response> {
@@ -46,7 +46,7 @@ export async function generate({ engine, req, requestId, signal, transfer = {} }
 
 async function whole(engine: SimEngine, req: ParsedRequest, maxTokens: number, requestId: string | undefined, signal: AbortSignal, transfer: TransferHooks): Promise<Response> {
   let extra: Record<string, unknown> | undefined;
-  const handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens, externalTokens: transfer.externalTokens }, {
+  const handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens, externalTokens: transfer.externalTokens, lora: req.lora, cacheSalt: req.cacheSalt }, {
     onFinish: (r) => void (extra = transfer.onFinish?.(r, req.prompt)),
   });
   const onAbort = (): void => handle.abort();
@@ -87,7 +87,7 @@ function stream(engine: SimEngine, req: ParsedRequest, maxTokens: number, reques
   let cached = 0;
   const running = (completion: number): Usage | undefined => (req.continuousUsage ? usage(req.prompt.length, completion, cached) : undefined);
   let meta!: ResponseMeta;
-  handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens, externalTokens: transfer.externalTokens }, {
+  handle = engine.submit({ id: requestId, prompt: req.prompt, maxTokens, externalTokens: transfer.externalTokens, lora: req.lora, cacheSalt: req.cacheSalt }, {
     onToken(token, index) {
       if (index === 0) cached = handle!.cachedTokens;
       send(sseData(textChunk(meta, simDecode([token]), index === maxTokens - 1 ? "length" : null, running(index + 1))));

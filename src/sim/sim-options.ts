@@ -4,6 +4,8 @@ import { KvgateError } from "../core/errors.ts";
 export interface SimEngineOptions {
   /** Served model name (`/v1/models`, response `model`). Default "kvgate-sim". */
   model?: string;
+  /** LoRA adapters served beside the model, each under its own model name (vLLM `--lora-modules`). Default none. */
+  loraAdapters?: string[];
   /** Worker id put on KV-event batches (`x-kvgate-worker`). Default "sim-0". */
   workerId?: string;
   /** Data-parallel rank this engine stands for (`data_parallel_rank` of each batch). Default 0. */
@@ -46,6 +48,7 @@ export type ResolvedSimOptions = Required<SimEngineOptions>;
 
 export const SIM_DEFAULTS: ResolvedSimOptions = {
   model: "kvgate-sim",
+  loraAdapters: [],
   workerId: "sim-0",
   dpRank: 0,
   numGpuBlocks: 16_384,
@@ -73,6 +76,9 @@ export function resolveSimOptions(o: SimEngineOptions = {}): ResolvedSimOptions 
   const defined = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
   const r = { ...SIM_DEFAULTS, ...defined } as ResolvedSimOptions;
   if (typeof r.model !== "string" || r.model.length === 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "model must be a non-empty string");
+  if (!Array.isArray(r.loraAdapters) || !r.loraAdapters.every((a) => typeof a === "string" && a.length > 0 && a !== r.model)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "loraAdapters must be non-empty names other than the model");
+  }
   if (typeof r.workerId !== "string" || r.workerId.length === 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "workerId must be a non-empty string");
   int("dpRank", r.dpRank, 0, 65_535);
   int("numGpuBlocks", r.numGpuBlocks, 1, 1 << 24);

@@ -1,5 +1,5 @@
 /** @module One request inside the simulated engine: its tokens, the KV blocks it holds, and its progress and times. */
-import type { BlockHashes, BlockHasher } from "./block-hasher.ts";
+import type { BlockHashes, BlockHasher, HashSalt } from "./block-hasher.ts";
 
 export type SequenceStatus = "waiting" | "running" | "finished";
 
@@ -30,6 +30,8 @@ export class SimSequence {
     readonly maxTokens: number,
     readonly arrival: number,
     promptHashes: BlockHashes[],
+    /** Adapter and cache_salt: they key its blocks, so no other adapter or tenant shares them. */
+    readonly salt: HashSalt = {},
   ) {
     this.tokens = Array.from(prompt);
     this.promptLen = prompt.length;
@@ -50,7 +52,7 @@ export class SimSequence {
     const bs = hasher.blockSize;
     for (let i = this.hashes.length; i < blocks; i++) {
       const parent = i === 0 ? null : this.hashes[i - 1]!.seq;
-      this.hashes.push(hasher.nextBlock(parent, this.tokens.slice(i * bs, (i + 1) * bs)));
+      this.hashes.push(hasher.nextBlock(parent, this.tokens.slice(i * bs, (i + 1) * bs), this.salt));
     }
   }
 }

@@ -30,6 +30,17 @@ describe("kvgate hash", () => {
     expect(ns.blocks[0].local).toBe("17009624042690211646");
   });
 
+  it("should hash --cache-salt into the first block only, as the gateway hashes a tenant", async () => {
+    const tokens = ["0", "1", "2", "3", "4", "5", "6", "7"];
+    const plain = JSON.parse((await run(["hash", "--block-size", "4", "--json", ...tokens])).out);
+    const salted = JSON.parse((await run(["hash", "--block-size", "4", "--cache-salt", "tenant-a", "--json", ...tokens])).out);
+    expect(salted).toMatchObject({ cacheSalt: "tenant-a", seed: plain.seed });
+    expect(salted.blocks[0].local).not.toBe(plain.blocks[0].local);
+    // Later blocks keep their local hash; their chained hashes differ through the first block.
+    expect(salted.blocks[1].local).toBe(plain.blocks[1].local);
+    expect(salted.blocks[1].seq).not.toBe(plain.blocks[1].seq);
+  });
+
   it("should read tokens from standard input as a JSON array", async () => {
     const { out } = await run(["hash", "--block-size", "4"], "[1, 2, 3, 4, 5]");
     expect(out).toBe("14643705804678351452 14643705804678351452\n");

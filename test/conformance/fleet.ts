@@ -11,13 +11,15 @@ import { ROOT } from "./runtimes.ts";
 
 export const MODEL = "conf-model";
 export const OTHER_MODEL = "conf-other";
+/** A LoRA adapter of MODEL that only worker A serves (discovered from its /v1/models). */
+export const ADAPTER = "conf-lora";
 export const TOKEN = "conformance-token";
 
-export function simFor(gateway: string, workerId: string, model = MODEL, speedupRatio = 50): Promise<SimServer> {
+export function simFor(gateway: string, workerId: string, model = MODEL, speedupRatio = 50, loraAdapters: string[] = []): Promise<SimServer> {
   return startSimServer({
     // An explicit clock: without one the HTTP push sink gets `clock: undefined` and never sends (reported).
     clock: realClock(),
-    model, workerId, speedupRatio, numGpuBlocks: 4096, maxModelLen: 8192,
+    model, loraAdapters, workerId, speedupRatio, numGpuBlocks: 4096, maxModelLen: 8192,
     events: { url: `${gateway}/admin/kv-events`, token: TOKEN, flushIntervalMs: 5 },
   });
 }

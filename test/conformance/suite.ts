@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimServer } from "../../src/adapter/node/sim-server.ts";
 import { FILLER_TEXT, simChatTokens } from "../../src/sim/sim-tokenizer.ts";
 import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
-import { admin, allData, longText, metric, MODEL, OTHER_MODEL, post, simFor, simProcess, sseData, TOKEN, type SimProcess } from "./fleet.ts";
+import { ADAPTER, admin, allData, longText, metric, MODEL, OTHER_MODEL, post, simFor, simProcess, sseData, TOKEN, type SimProcess } from "./fleet.ts";
 import { freePort, until } from "./processes.ts";
 import { startGateway, type RunningGateway, type RuntimeName } from "./runtimes.ts";
 
@@ -30,7 +30,7 @@ export function conformanceSuite(runtime: RuntimeName): void {
         KVGATE_ADMIN_TOKEN: TOKEN, KVGATE_LOG: "warn", KVGATE_TICK_MS: "50", KVGATE_HEALTH_PROBE_MS: "200", KVGATE_MAX_BODY_BYTES: "65536",
         KVGATE_INDEX_CAPACITY: "65536",
       });
-      [a, b, c, v] = await Promise.all([simFor(gw.url, "A"), simFor(gw.url, "B"), simFor(gw.url, "C", OTHER_MODEL), simProcess(gw.url, "V")]);
+      [a, b, c, v] = await Promise.all([simFor(gw.url, "A", MODEL, 50, [ADAPTER]), simFor(gw.url, "B"), simFor(gw.url, "C", OTHER_MODEL), simProcess(gw.url, "V")]);
     }, 120_000);
 
     afterAll(async () => {
@@ -57,7 +57,7 @@ export function conformanceSuite(runtime: RuntimeName): void {
       const add = (body: unknown) => fetch(url("/admin/workers"), { method: "POST", headers: admin, body: JSON.stringify(body) });
       const ra = await add({ url: a.url, id: "A", kv_events: true });
       expect(ra.status).toBe(201);
-      expect(await ra.json()).toMatchObject({ id: "A", models: [MODEL], kv_events: true, health: "healthy" });
+      expect(await ra.json()).toMatchObject({ id: "A", models: [MODEL], adapters: [ADAPTER], kv_events: true, health: "healthy" });
       expect((await add({ url: b.url, id: "B", models: [MODEL], kv_events: true })).status).toBe(201);
       expect((await add({ url: c.url, id: "C", models: [OTHER_MODEL], kv_events: true })).status).toBe(201);
       expect((await add({ url: v.url, id: "V", models: [MODEL], kv_events: true })).status).toBe(201);
@@ -70,10 +70,10 @@ export function conformanceSuite(runtime: RuntimeName): void {
       expect((await fetch(url("/ready"))).status).toBe(200);
     });
 
-    it("should list the union of the fleet's models", async () => {
+    it("should list the union of the fleet's models, adapters with their parent", async () => {
       const body = await (await fetch(url("/v1/models"))).json();
       expect(body.object).toBe("list");
-      expect(body.data.map((m: { id: string }) => m.id)).toEqual([MODEL, OTHER_MODEL].sort());
+      expect(body.data.map((m: { id: string; parent: string | null }) => [m.id, m.parent])).toEqual([...[MODEL, OTHER_MODEL].sort().map((m) => [m, null]), [ADAPTER, MODEL]]);
     });
 
     it("should complete a non-streaming chat through a worker", async () => {
@@ -136,6 +136,29 @@ export function conformanceSuite(runtime: RuntimeName): void {
       const m = await metrics();
       expect(metric(m, "kvgate_reported_cached_tokens_total")).toBeGreaterThan(0);
       expect(metric(m, "kvgate_predicted_cached_tokens_total")).toBeGreaterThan(0);
+    });
+
+    it("should route an adapter request to the worker serving it, hashed with the adapter and the tenant's cache_salt", async () => {
+      const body = chat(longText("adapter prompt"), { model: ADAPTER, cache_salt: "tenant-1", max_tokens: 2 });
+      const first = await post(url("/v1/chat/completions"), body);
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-kvgate-worker")).toBe("A");
+      expect((await first.json()).model).toBe(ADAPTER);
+      await until(async () => (await (await post(url("/v1/route"), body)).json()).overlap_blocks > 0, "the adapter's KV events to be applied");
+      const second = await post(url("/v1/chat/completions"), body);
+      expect(second.headers.get("x-kvgate-worker")).toBe("A");
+      const [overlap, blocks] = second.headers.get("x-kvgate-overlap-blocks")!.split("/").map(Number);
+      expect(overlap).toBeGreaterThan(0.9 * blocks!);
+      const { usage } = await second.json();
+      // The engine recomputes the last block of a fully cached prompt, as vLLM does.
+      expect(usage.prompt_tokens_details.cached_tokens).toBe(Math.min(overlap!, Math.floor((usage.prompt_tokens - 1) / 16)) * 16);
+      const preview = async (extra: Record<string, unknown>) => (await post(url("/v1/route"), { ...body, ...extra, kvgate: { worker_id: "A" } })).json();
+      expect(await preview({ model: MODEL })).toMatchObject({ adapter: null, namespace: "tenant-1", overlap_blocks: 0 });
+      expect(await preview({ cache_salt: "tenant-2" })).toMatchObject({ adapter: ADAPTER, namespace: "tenant-2", overlap_blocks: 0 });
+      const unknown = await post(url("/v1/chat/completions"), { ...body, model: MODEL, lora_path: "no-such-adapter" });
+      expect(unknown.status).toBe(404);
+      expect((await unknown.json()).error.code).toBe("KVGATE_ERR_UNKNOWN_ADAPTER");
+      expect((await post(url("/v1/chat/completions"), { ...body, cache_salt: 5 })).status).toBe(400);
     });
 
     it("should answer /v1/route with the decision and the endpoint-picker header", async () => {

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
+import { CacheSalts } from "../../src/core/cache-salt.ts";
 import type { KvIndex } from "../../src/core/kv-index.ts";
 import { decodeKvEventBatch } from "../../src/events/kv-event-decode.ts";
 import { KvEventStream, type KvEventStreamOptions } from "../../src/events/kv-event-stream.ts";
@@ -23,8 +24,8 @@ function stream(opts: Partial<KvEventStreamOptions> = {}): KvEventStream {
   return new KvEventStream(index, { worker: `w${n++}`, blockSize: 16, ...opts });
 }
 
-function depth(s: KvEventStream, tokens = T, opts: { lora?: string; eagle?: boolean; rank?: number } = {}): number {
-  const m = hooks.findMatches(index, tokens, { blockSize: 16, lora: opts.lora, eagle: opts.eagle }).matches
+function depth(s: KvEventStream, tokens = T, opts: { lora?: string; namespace?: string; eagle?: boolean; rank?: number } = {}): number {
+  const m = hooks.findMatches(index, tokens, new CacheSalts((b, seed) => index.xxh3(b, seed)).options(16, opts.lora, opts.namespace, opts.eagle)).matches
     .find((x) => x.worker === s.worker && x.dpRank === (opts.rank ?? 0));
   return m?.blocks ?? 0;
 }
@@ -193,15 +194,18 @@ describe("LoRA adapters", () => {
     }
   });
 
-  it("should accept extra_keys that only name the adapter, and drop blocks whose extra_keys carry more", () => {
+  it("should accept extra_keys that only name the adapter or a root's cache_salt, and drop blocks whose extra_keys carry more", () => {
     const s = stream();
     const ev = (extra: unknown[]): unknown => ({ type: "BlockStored", block_hashes: [11n, 12n], parent_block_hash: null, token_ids: T.slice(0, 32), block_size: 16, lora_id: 1, lora_name: "Alice", extra_keys: extra });
     s.onBatch(0, pack([TS, [ev([["Alice"], ["Alice"]])], 0]));
     expect(depth(s, T, { lora: "Alice" })).toBe(2);
     const t = stream();
-    t.onBatch(0, pack([TS, [ev([["Alice", "a3f5".repeat(16)], ["Alice"]]), ev([["Alice", ["img", 0]], null])], 0]));
-    expect(t.counters).toMatchObject({ droppedExtraKeys: 2, storedEvents: 0 });
+    // One more string in a root's first block is vLLM's cache_salt: indexed under that namespace only.
+    t.onBatch(0, pack([TS, [ev([["Alice", "a3f5".repeat(16)], ["Alice"]]), ev([["Alice", ["img", 0]], null]),
+      ev([["Alice"], ["Alice", "x"]])], 0]));
+    expect(t.counters).toMatchObject({ droppedExtraKeys: 2, storedEvents: 1 });
     expect(depth(t, T, { lora: "Alice" })).toBe(0);
+    expect(depth(t, T, { lora: "Alice", namespace: "a3f5".repeat(16) })).toBe(2);
   });
 
   it("should drop a legacy event with lora_id but no lora_name (the adapter is unknown)", () => {
