@@ -69,6 +69,14 @@ int kvgate_apply_binary(kvgate_index* x, const uint8_t* bytes, size_t n, uint32_
   return kvg_ok(x);
 }
 
+void kvgate_ingest_policy_init(kvgate_ingest_policy* p, uint32_t block_size) {
+  if (!p) return;
+  p->block_size = block_size;
+  p->kv_group = -1;
+  p->flags = KVGATE_INGEST_INDEX_DEVICE | KVGATE_INGEST_DROP_FOREIGN_EXTRA_KEYS;
+  p->ns = NULL;
+}
+
 /* Decodes under the caller's guard. */
 static int decode(kvgate_index* x, const uint8_t* payload, size_t n, const kvgate_ingest_policy* p, kvgate_batch_info* info) {
   x->decoded_valid = 0;

@@ -81,6 +81,9 @@ typedef struct kvgate_ingest_policy {
   const char* ns;      /* cache namespace salting the local hashes; NULL for none */
 } kvgate_ingest_policy;
 
+/* The JS host's default policy: every KV group, device (GPU) blocks indexed, foreign extra keys dropped. */
+void kvgate_ingest_policy_init(kvgate_ingest_policy* p, uint32_t block_size);
+
 typedef struct kvgate_batch_info {
   int64_t rank;      /* the batch's data-parallel rank, -1 when it names none */
   uint32_t events;   /* events in the batch */
