@@ -1,0 +1,28 @@
+/** @module Builds libkvgate once per test file (embed/build.sh is idempotent and locked) and runs the host drivers. */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const BIN = join(ROOT, "build/embed/bin");
+export const FIXTURES = join(ROOT, "test/fixtures/kv-events");
+
+export function buildEmbed(): void {
+  execFileSync("bash", [join(ROOT, "embed/build.sh")], { stdio: ["ignore", "ignore", "inherit"] });
+}
+
+export function tempFile(name: string, text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "kvgate-embed-")), name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Output lines of the C (`c`) or Python (`py`) driver over an op script. */
+export function runDriver(host: "c" | "py", script: string): string[] {
+  const out = host === "c"
+    ? execFileSync(join(BIN, "ops-driver"), [script], { maxBuffer: 1 << 28 })
+    : execFileSync("python3", [join(ROOT, "test/embed/ops-driver.py"), script], { maxBuffer: 1 << 28 });
+  return out.toString("utf8").trimEnd().split("\n");
+}
