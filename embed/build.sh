@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds libkvgate into build/embed/: wasm2c turns build/release.wasm into C, gcc compiles it with the wasm2c
-# runtime and embed/c into libkvgate.a and libkvgate.so, then the C example and the test drivers. Idempotent.
+# runtime and embed/c into libkvgate.a and libkvgate.so, then the C example, the test drivers and the bench host. Idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/build/embed"
@@ -13,7 +13,7 @@ command -v wasm2c >/dev/null || { echo "embed: wasm2c not found: apt-get install
 mkdir -p "$out/gen" "$out/obj" "$out/bin" "$out/include"
 exec 9>"$out/.lock"
 flock 9
-inputs=("$wasm" "$0" "$root"/embed/c/* "$root"/embed/examples/*.c "$root"/test/embed/*.c)
+inputs=("$wasm" "$0" "$root"/embed/c/* "$root"/embed/examples/*.c "$root"/test/embed/*.c "$root"/bench/*.c)
 stamp="$out/.stamp"
 if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp" 2>/dev/null)" ]; then
   exit 0
@@ -37,7 +37,7 @@ rm -f "$out/libkvgate.a"
 ar rcs "$out/libkvgate.a" "${objs[@]}"
 "$cc" -shared -o "$out/libkvgate.so" "${objs[@]}" -lm
 cp "$root/embed/c/kvgate.h" "$out/include/kvgate.h"
-for src in "$root"/embed/examples/*.c "$root"/test/embed/*.c; do
+for src in "$root"/embed/examples/*.c "$root"/test/embed/*.c "$root"/bench/*.c; do
   [ -f "$src" ] || continue
   "$cc" -O2 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -I"$out/include" "$src" "$out/libkvgate.a" -lm \
     -o "$out/bin/$(basename "${src%.c}")"

@@ -1,0 +1,149 @@
+/**
+ * @module `npm run bench -- embed` (issue 15, item 4): the same work through the C host (libkvgate, the core compiled
+ * by wasm2c; bench/embed-host.c) and through the JS host (KvIndex over WebAssembly) in one run: an engine's vLLM
+ * msgpack KV-event cycle applied (decoded in the core), the same cycle as binary batches, and find_matches (hash +
+ * match) of 4k-token prompts over 16 workers. Results are checked equal on both sides; times are reported as ratios
+ * JS / C (> 1: the C host is faster), medians over interleaved samples. JSON into bench/results/embed.json.
+ * Flags: --samples N (6 per round, the first one warm-up; 2 rounds), --cycles N (3), --rounds N (20), --quick.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadCoreModule } from "../src/wasm/module-fs.ts";
+import { KvIndex } from "../src/core/kv-index.ts";
+import { EventBatchWriter } from "../src/core/event-encoder.ts";
+import { EngineBatchCodec } from "../src/core/kv-index-engine-batch.ts";
+import { BASE_SEED } from "../src/core/hash-seeds.ts";
+import { seededRandom } from "../src/core/seeded-random.ts";
+import { buildWorkload } from "./events-workload.ts";
+import { fmtRatio, now, percentile, table, writeResults } from "./harness.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const SLOTS = 17, EVENT_SLOT = 16, CAPACITY = 1 << 20, SALT = 0x5eed, PROMPTS = 32, TOKENS = 4096, BLOCK = 16;
+
+interface Sample { engine_ms: number; binary_ms: number; match_ms: number }
+interface HostRun { setup_entries: number; samples: Sample[]; matched: number; applied: number; entries: number }
+
+function parseArgs(argv: string[]): { samples: number; cycles: number; rounds: number } {
+  const a = { samples: 6, cycles: 3, rounds: 20 };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i]!;
+    if (k === "--quick") Object.assign(a, { samples: 3, cycles: 1, rounds: 4 });
+    else if (k === "--samples" || k === "--cycles" || k === "--rounds") a[k.slice(2) as keyof typeof a] = Number(argv[++i]);
+    else throw new Error(`unknown flag ${k}`);
+  }
+  return a;
+}
+
+/** Length-prefixed little-endian sections, the format bench/embed-host.c reads. */
+class Writer {
+  parts: Uint8Array[] = [];
+  u32(...v: number[]): this {
+    this.parts.push(new Uint8Array(new Uint32Array(v).buffer));
+    return this;
+  }
+  blobs(list: readonly Uint8Array[]): this {
+    this.u32(list.length);
+    for (const b of list) this.u32(b.length).parts.push(b);
+    return this;
+  }
+  bytes(): Uint8Array {
+    return Buffer.concat(this.parts);
+  }
+}
+
+async function workload(): Promise<{ setup: Uint8Array[]; engine: Uint8Array[]; binary: Uint8Array[]; prompts: Uint32Array[] }> {
+  const w = buildWorkload({ seed: 15, blocksPerBatch: 128, capacityBlocks: 8192, batches: 400, blockSize: BLOCK });
+  const rnd = seededRandom(15);
+  const prompts = Array.from({ length: PROMPTS }, () => Uint32Array.from({ length: TOKENS }, () => rnd.int(152_000)));
+  // Every worker caches a random leading part of some prompts: matches of varied depth across the fleet.
+  const hasher = new KvIndex(await loadCoreModule("release"), { capacity: 1024, maxSlots: 1, salt: BigInt(SALT) });
+  const setup: Uint8Array[] = [];
+  for (let slot = 0; slot < 16; slot++) {
+    const batch = new EventBatchWriter();
+    for (let p = 0; p < PROMPTS; p++) {
+      if (rnd.next() < 0.5) continue;
+      const { local } = hasher.hash(prompts[p]!, { blockSize: BLOCK });
+      const depth = 1 + rnd.int(local.length);
+      batch.stored(slot, null, local.slice(0, depth).map((_, i) => BigInt(slot * 1_000_000 + p * 1000 + i)), local.slice(0, depth));
+    }
+    setup.push(batch.bytes().slice());
+  }
+  return { setup, engine: w.payloads.array, binary: w.binary(EVENT_SLOT), prompts };
+}
+
+function runC(file: string, a: ReturnType<typeof parseArgs>): HostRun {
+  const out = execFileSync(join(ROOT, "build/embed/bin/embed-host"), [file, String(a.samples), String(a.cycles), String(a.rounds)], { encoding: "utf8" });
+  return JSON.parse(out) as HostRun;
+}
+
+async function runJs(wl: Awaited<ReturnType<typeof workload>>, a: ReturnType<typeof parseArgs>): Promise<HostRun> {
+  const idx = new KvIndex(await loadCoreModule("release"), { maxSlots: SLOTS, capacity: CAPACITY, salt: BigInt(SALT) });
+  for (let s = 0; s < SLOTS; s++) idx.slotFor(`w${s}`, 0);
+  for (const b of wl.setup) idx.applyBatch(b);
+  const setupEntries = idx.stats().entries;
+  const codec = EngineBatchCodec.for(idx);
+  const policy = { blockSize: BLOCK, kvGroup: -1, indexDevice: true, dropForeignExtraKeys: true, seedLo: Number(BASE_SEED), seedHi: 0 };
+  const slotOf = (): number => EVENT_SLOT;
+  const samples: Sample[] = [];
+  let matched = 0, applied = 0;
+  for (let s = 0; s < a.samples; s++) {
+    const t0 = now();
+    for (let c = 0; c < a.cycles; c++) {
+      for (const p of wl.engine) {
+        const r = codec.decodeApply(p, policy, slotOf);
+        if (typeof r === "string" || r.applyError) throw new Error(`engine batch not applied in the core: ${String(r)}`);
+        applied += r.records;
+      }
+    }
+    const t1 = now();
+    for (let c = 0; c < a.cycles; c++) for (const b of wl.binary) applied += idx.applyBatch(b).records;
+    const t2 = now();
+    for (let r = 0; r < a.rounds; r++) {
+      for (const p of wl.prompts) {
+        const n = idx.route(p, { blockSize: BLOCK });
+        for (let k = 0; k < n; k++) matched += idx.matchDepth(k) + idx.treeSizeOfSlot(idx.matchSlot(k));
+      }
+    }
+    const t3 = now();
+    samples.push({ engine_ms: t1 - t0, binary_ms: t2 - t1, match_ms: t3 - t2 });
+  }
+  return { setup_entries: setupEntries, samples, matched, applied, entries: idx.stats().entries };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const a = parseArgs(argv);
+  execFileSync("bash", [join(ROOT, "embed/build.sh")], { stdio: "inherit" });
+  const wl = await workload();
+  const file = join(mkdtempSync(join(tmpdir(), "kvgate-bench-embed-")), "workload.bin");
+  const w = new Writer().u32(SLOTS, CAPACITY, EVENT_SLOT, SALT).blobs(wl.setup).blobs(wl.engine).blobs(wl.binary).u32(PROMPTS, TOKENS);
+  for (const p of wl.prompts) w.parts.push(new Uint8Array(p.buffer));
+  writeFileSync(file, w.bytes());
+  console.log(`embed: ${wl.engine.length} engine batches per cycle, ${wl.prompts.length} prompts of ${TOKENS} tokens, ${SLOTS - 1} workers; ` +
+    `${a.samples} samples × 2 rounds, ${a.cycles} cycles, ${a.rounds} match rounds per sample`);
+  // Two interleaved rounds, C then JS, so drift in the machine's load hits both hosts.
+  const runs: { c: HostRun[]; js: HostRun[] } = { c: [], js: [] };
+  for (let round = 0; round < 2; round++) {
+    runs.c.push(runC(file, a));
+    runs.js.push(await runJs(wl, a));
+  }
+  for (const k of ["setup_entries", "matched", "applied", "entries"] as const) {
+    const vals = [...runs.c, ...runs.js].map((r) => r[k]);
+    if (new Set(vals).size !== 1) throw new Error(`hosts disagree on ${k}: ${vals.join(" ")}`);
+  }
+  // The first sample of each run is warm-up (V8 tiers WASM up from its baseline compiler; caches fill).
+  const med = (hs: HostRun[], k: keyof Sample): number => percentile(hs.flatMap((h) => h.samples.slice(1).map((s) => s[k])), 50);
+  const batches = a.cycles * wl.engine.length, prompts = a.rounds * wl.prompts.length;
+  const rows = (["engine_ms", "binary_ms", "match_ms"] as const).map((k) => {
+    const per = k === "match_ms" ? prompts : batches;
+    const c = med(runs.c, k) / per, js = med(runs.js, k) / per;
+    return { what: k === "engine_ms" ? "vLLM msgpack batch apply" : k === "binary_ms" ? "binary batch apply" : "find_matches (4k-token prompt)", unit: k === "match_ms" ? "prompt" : "batch", cUs: c * 1000, jsUs: js * 1000, jsOverC: js / c };
+  });
+  console.log(table(["operation", "C host µs", "JS host µs", "JS / C"], rows.map((r) => [`${r.what} /${r.unit}`, r.cUs.toFixed(2), r.jsUs.toFixed(2), fmtRatio(r.jsOverC)])));
+  const slower = rows.filter((r) => r.jsOverC < 1);
+  console.log(slower.length === 0 ? "target met: the C host is not slower on any operation" : `target missed on: ${slower.map((r) => r.what).join(", ")}`);
+  const path = writeResults("embed", { args: a, checks: { matched: runs.c[0]!.matched, applied: runs.c[0]!.applied }, rows, runs });
+  console.log(`results: ${path}`);
+}
