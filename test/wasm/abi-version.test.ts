@@ -21,7 +21,7 @@ const section = (id: number, body: number[]): number[] => [id, ...leb(body.lengt
 const name = (s: string): number[] => [...leb(s.length), ...new TextEncoder().encode(s)];
 
 /** A module with one memory and one function `() -> i32` returning `version`, exported under `names`. */
-function fakeCore(version: number, names: readonly string[]): Uint8Array {
+function fakeCore(version: number, names: readonly string[]): Uint8Array<ArrayBuffer> {
   const exports = names.map((n) => (n === "memory" ? [...name(n), 2, 0] : [...name(n), 0, 0]));
   const body = [0, 0x41, ...sleb(version), 0x0b];
   return new Uint8Array([
