@@ -6,16 +6,18 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { KvIndex } from "../../src/core/kv-index.ts";
 import { loadCoreModule } from "../../src/wasm/module-fs.ts";
 import { buildEmbed, runDriver, tempFile } from "./hosts.ts";
-import { hashOp, indexOps, randomPrompts, type Script } from "./op-script.ts";
+import { scoreCandidates } from "../../src/core/score-kernel.ts";
+import { chooseReference, costReference } from "../../src/reference/score-reference.ts";
+import { hashOp, indexOps, randomPrompts, randomScores, scoreLine, scoreOp, type Script } from "./op-script.ts";
 
 let js: KvIndex;
 beforeAll(async () => {
   buildEmbed();
-  js = new KvIndex(await loadCoreModule("release"), { capacity: 1024, maxSlots: 4 });
+  js = new KvIndex(await loadCoreModule("release"), { capacity: 1024, maxSlots: 16 });
 }, 120_000);
 
 const HOSTS = ["c", "py"] as const;
-const withInit = (s: Script): Script => ({ ops: ["I 4 1024 100 1", ...s.ops], expected: ["I 0", ...s.expected] });
+const withInit = (s: Script): Script => ({ ops: ["I 16 1024 100 1", ...s.ops], expected: ["I 0", ...s.expected] });
 const write = (s: Script): string => tempFile("ops.txt", s.ops.join("\n") + "\n");
 
 /** The JS KvIndex's answer to an H op, in the drivers' line format. */
@@ -71,6 +73,30 @@ describe("1,000 seeded random prompts (block sizes 16/32/64, LoRA, namespace)", 
 
   for (const host of HOSTS) {
     it(`should hash every prompt identically from ${host === "c" ? "C" : "Python"}`, () => {
+      expect(runDriver(host, write(script))).toEqual(script.expected);
+    });
+  }
+});
+
+describe("2,000 seeded scoring requests", () => {
+  const cases = randomScores(15, 2000);
+  const expected = (): string[] => cases.map((c) => {
+    const r = scoreCandidates(js, c.candidates, c.req);
+    return scoreLine(r.chosen, r.costs);
+  });
+
+  it("should be scored by the JS core as the reference model chooses", () => {
+    for (const c of cases) {
+      const r = scoreCandidates(js, c.candidates, c.req);
+      expect(r.chosen).toBe(chooseReference(c.candidates, c.req));
+      c.candidates.forEach((cand, i) => expect(r.costs[i]).toBeCloseTo(costReference(cand, c.req.isl, c.req.overlapWeight), 9));
+    }
+    expect(new Set(cases.map((c) => scoreCandidates(js, c.candidates, c.req).chosen)).size).toBeGreaterThan(8);
+  });
+
+  for (const host of HOSTS) {
+    it(`should give the JS core's choice and costs, bit for bit, from ${host === "c" ? "C" : "Python"}`, () => {
+      const script = withInit({ ops: cases.map(scoreOp), expected: expected() });
       expect(runDriver(host, write(script))).toEqual(script.expected);
     });
   }

@@ -6,6 +6,7 @@ import { ReferenceIndex, chainStep, type RefStoreOutcome } from "../../src/refer
 import { hashPromptReference } from "../../src/reference/block-hash-reference.ts";
 import { EventBatchWriter } from "../../src/core/event-encoder.ts";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
+import type { ScoreCandidate, ScoreRequest } from "../../src/core/score-kernel.ts";
 
 export interface Script {
   ops: string[];
@@ -158,4 +159,38 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
   const c = ref.counters;
   emit("Q", ["Q", 0, ref.size, ref.ttlCount, c.applied, c.parentMissing, c.invalid, c.capacity, c.unknownRemoved, c.evicted, c.expired, c.pruned].join(" "));
   return { script: s, ref };
+}
+
+export interface ScoreCase {
+  candidates: ScoreCandidate[];
+  req: Required<ScoreRequest>;
+}
+
+/** `count` random scoring requests (2–16 candidates; weights, temperatures and draws exact in binary). */
+export function randomScores(seed: number, count: number): ScoreCase[] {
+  const rnd = seededRandom(seed);
+  return Array.from({ length: count }, () => {
+    const bs = [16, 32, 64][rnd.int(3)]!;
+    const isl = 1 + rnd.int(8192);
+    const candidates = Array.from({ length: 2 + rnd.int(15) }, () => ({
+      overlapBlocks: rnd.int(Math.floor(isl / bs) + 1), activePrefillTokens: rnd.next() < 0.3 ? 0 : rnd.int(20_000),
+      activeDecodeBlocks: rnd.int(4000), activeOverlapBlocks: rnd.int(8), blockSize: bs, treeSize: rnd.int(3) * 1000,
+    }));
+    return { candidates, req: { isl, overlapWeight: [0.5, 1, 2][rnd.int(3)]!, temperature: [0, 0, 0.5, 1][rnd.int(4)]!, rand: rnd.int(1024) / 1024 } };
+  });
+}
+
+export function scoreOp({ candidates, req }: ScoreCase): string {
+  const c = candidates.map((x) => `${x.overlapBlocks} ${x.activePrefillTokens} ${x.activeDecodeBlocks} ${x.activeOverlapBlocks ?? 0} ${x.blockSize} ${x.treeSize}`);
+  return `K ${req.isl} ${req.overlapWeight} ${req.temperature} ${req.rand} ${candidates.length} ${c.join(" ")}`;
+}
+
+/** The drivers' K line: status, chosen index, then each cost's IEEE-754 bits in hex (bit-for-bit comparison). */
+export function scoreLine(chosen: number, costs: readonly number[]): string {
+  const v = new DataView(new ArrayBuffer(8));
+  const bits = costs.map((c) => {
+    v.setFloat64(0, c, true);
+    return v.getBigUint64(0, true).toString(16).padStart(16, "0");
+  });
+  return ["K", 0, chosen, ...bits].join(" ");
 }

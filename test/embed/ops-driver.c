@@ -192,6 +192,31 @@ int main(int argc, char** argv) {
         printf("E %d %u =%u\n", st, n, entries());
         break;
       }
+      case 'K': {
+        kvgate_score_request r;
+        r.isl = strtod(word(), NULL);
+        r.overlap_weight = strtod(word(), NULL);
+        r.temperature = strtod(word(), NULL);
+        r.rand = strtod(word(), NULL);
+        size_t n = num();
+        kvgate_candidate* c = calloc(n ? n : 1, sizeof *c);
+        double* costs = calloc(n ? n : 1, sizeof *costs);
+        for (size_t i = 0; i < n; i++) {
+          c[i].overlap_blocks = real(), c[i].active_prefill_tokens = real(), c[i].active_decode_blocks = real();
+          c[i].active_overlap_blocks = real(), c[i].block_size = real(), c[i].tree_size = real();
+        }
+        uint32_t chosen = 0;
+        st = kvgate_score(x, c, n, &r, costs, &chosen);
+        printf("K %d %u", st, chosen);
+        for (size_t i = 0; i < n; i++) {
+          uint64_t bits;
+          memcpy(&bits, &costs[i], 8);
+          printf(" %016llx", (unsigned long long)bits);
+        }
+        printf("\n");
+        free(c), free(costs);
+        break;
+      }
       case 'Q': {
         kvgate_stats s;
         st = kvgate_stats_get(x, &s);

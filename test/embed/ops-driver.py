@@ -1,6 +1,7 @@
 """Test driver: replays an operation script (test/embed/op-script.ts) against kvgate_core.Index and prints the same
 result lines as ops-driver.c, so a vitest test can compare Python with C and the TypeScript reference."""
 import os
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "embed", "python"))
@@ -67,6 +68,15 @@ def main(path: str) -> None:
         elif op == "E":
             st, r = status(lambda: idx.expire(float(a[0])))
             out.write(f"E {st} {r or 0} ={ent()}\n")
+        elif op == "K":
+            k = n(4)
+            v = [int(x) for x in a[5:5 + 6 * k]]
+            keys = ("overlap_blocks", "active_prefill_tokens", "active_decode_blocks", "active_overlap_blocks", "block_size",
+                    "tree_size")
+            cands = [dict(zip(keys, v[6 * i:6 * i + 6])) for i in range(k)]
+            st, r = status(lambda: idx.score(cands, float(a[0]), float(a[1]), float(a[2]), float(a[3])))
+            chosen, costs = r if r else (0, [])
+            out.write(" ".join(["K", str(st), str(chosen)] + [struct.pack("<d", c)[::-1].hex() for c in costs]) + "\n")
         elif op == "Q":
             s = idx.stats()
             c = s["counters"]
