@@ -7,8 +7,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { describe, expect, it } from "vitest";
-import { ROOT } from "./hosts.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ROOT, buildCore } from "./hosts.ts";
 
 const BUNDLE = pathToFileURL(join(ROOT, "build/core/index.js")).href;
 const WASM = join(ROOT, "build/release.wasm");
@@ -28,6 +28,8 @@ const WANT = "13226331709069118873 14643705804678351452 4945711292740353085 1258
 const script = join(mkdtempSync(join(tmpdir(), "kvgate-core-rt-")), "hash.mjs");
 writeFileSync(script, SCRIPT);
 const bin = (name: string): string => join(ROOT, "node_modules/.bin", name);
+
+beforeAll(buildCore, 60_000);
 
 describe("kvgate/core bundle under Node, Bun and Deno", () => {
   for (const [name, cmd, args] of [

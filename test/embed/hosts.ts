@@ -1,6 +1,6 @@
-/** @module Builds libkvgate once per test file (embed/build.sh is idempotent and locked) and runs the host drivers. */
+/** @module Builds libkvgate (embed/build.sh: idempotent, locked) and the kvgate/core bundle for the embed tests, and runs the host drivers. */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,12 @@ export const FIXTURES = join(ROOT, "test/fixtures/kv-events");
 
 export function buildEmbed(): void {
   execFileSync("bash", [join(ROOT, "embed/build.sh")], { stdio: ["ignore", "ignore", "inherit"] });
+}
+
+/** build/core/index.js as `npm run build:core` makes it (pretest does too); serialised across test files. */
+export function buildCore(): void {
+  mkdirSync(join(ROOT, "build"), { recursive: true });
+  execFileSync("flock", [join(ROOT, "build/.core.lock"), "npm", "run", "-s", "build:core"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
 }
 
 export function tempFile(name: string, text: string): string {
