@@ -170,6 +170,12 @@ static void drop_instance(kvgate_index* x) {
   x->live = 0;
 }
 
+/* boot() under its own trap guard: a trap while booting is a status like any other. */
+static int boot_guarded(kvgate_index* x) {
+  if (wasm_rt_impl_try() != 0) return KVGATE_E_TRAP;
+  return boot(x);
+}
+
 static int valid_options(const kvgate_options* o) {
   return o->max_slots >= 1 && o->max_slots <= 4096 && o->capacity >= 1 && o->capacity <= (1u << 26) &&
          o->prompt_tokens >= 1 && o->max_prompt_tokens >= 1 && o->max_prompt_tokens <= (1u << 26) &&
@@ -200,16 +206,9 @@ int kvgate_create(const kvgate_options* o, kvgate_index** out) {
     Z_kvgate_core_init_module();
     g_runtime_ready = 1;
   }
-  int st;
-  if (wasm_rt_impl_try() != 0) {
-    st = KVGATE_E_TRAP;
-  } else {
-    st = boot(x);
-  }
+  int st = boot_guarded(x);
   if (st != KVGATE_OK) {
-    drop_instance(x);
-    free(x->open);
-    free(x);
+    kvgate_destroy(x);
     return st;
   }
   kvg_ok(x);
@@ -237,12 +236,7 @@ int kvg_trapped(kvgate_index* x, int trap, const char* what) {
   x->generation++;
   char why[96];
   snprintf(why, sizeof why, "%s", wasm_rt_strerror((wasm_rt_trap_t)trap));
-  int st;
-  if (wasm_rt_impl_try() != 0) {
-    st = KVGATE_E_TRAP;
-  } else {
-    st = boot(x);
-  }
+  int st = boot_guarded(x);
   if (st != KVGATE_OK) {
     drop_instance(x);
     x->broken = 1;

@@ -219,7 +219,16 @@ static void mutated_msgpack(const uint8_t* batch, size_t n, uint8_t* b) {
   kvgate_ingest_policy p;
   kvgate_ingest_policy_init(&p, 16);
   kvgate_batch_info info;
-  int st = kvgate_apply_engine_batch(x, 1 + below(SLOTS - 1), b, len, &p, &info);
+  uint32_t slot = 1 + below(SLOTS - 1);
+  int st;
+  if (below(2)) {
+    st = kvgate_apply_engine_batch(x, slot, b, len, &p, &info);
+  } else {
+    /* The two-step form: decode (rank known), apply once; a second apply has nothing left to apply. */
+    st = kvgate_engine_batch_decode(x, b, len, &p, &info);
+    if (st == KVGATE_OK) st = kvgate_engine_batch_apply(x, slot, &info);
+    if (st == KVGATE_OK && kvgate_engine_batch_apply(x, slot, &info) != KVGATE_E_STATE) violation("second apply", st);
+  }
   count(st);
   if (st == KVGATE_E_TRAP || st == KVGATE_E_BROKEN || st == KVGATE_E_NULL) violation("mutated msgpack", st);
 }

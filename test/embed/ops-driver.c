@@ -26,19 +26,26 @@ static uint64_t num(void) {
 }
 static double real(void) { return (double)num(); }
 
-/* "-" or hex of UTF-8 bytes -> a NUL-terminated string in `buf` (NULL for "-"). */
-static char* text(char* buf, size_t cap) {
+/* Hex -> bytes (NUL-terminated, so text can use it too); *n bytes. */
+static uint8_t* unhex(const char* hex, size_t* n) {
+  if (!hex) exit(3);
+  *n = strlen(hex) / 2;
+  uint8_t* b = malloc(*n + 1);
+  for (size_t i = 0; i < *n; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    b[i] = (uint8_t)v;
+  }
+  b[*n] = 0;
+  return b;
+}
+
+/* "-" or hex of UTF-8 bytes -> a NUL-terminated string to free (NULL for "-"). */
+static char* text(void) {
   char* w = word();
   if (!w || strcmp(w, "-") == 0) return NULL;
-  size_t n = strlen(w) / 2;
-  if (n + 1 > cap) exit(3);
-  for (size_t i = 0; i < n; i++) {
-    unsigned v;
-    sscanf(w + 2 * i, "%2x", &v);
-    buf[i] = (char)v;
-  }
-  buf[n] = 0;
-  return buf;
+  size_t n;
+  return (char*)unhex(w, &n);
 }
 
 static uint64_t* u64s(size_t n) {
@@ -89,15 +96,9 @@ int main(int argc, char** argv) {
         break;
       }
       case 'X': {
-        char* hex = word();
+        size_t n;
+        uint8_t* b = unhex(word(), &n);
         uint64_t seed = num();
-        size_t n = strlen(hex) / 2;
-        uint8_t* b = malloc(n + 1);
-        for (size_t i = 0; i < n; i++) {
-          unsigned v;
-          sscanf(hex + 2 * i, "%2x", &v);
-          b[i] = (uint8_t)v;
-        }
         uint64_t h = 0;
         st = kvgate_xxh3(x, b, n, seed, &h);
         printf("X %d %llu\n", st, (unsigned long long)h);
@@ -105,10 +106,10 @@ int main(int argc, char** argv) {
         break;
       }
       case 'H': {
-        char lora[256], ns[256];
         kvgate_hash_opts h = {.block_size = (uint32_t)num()};
-        h.lora = text(lora, sizeof lora);
-        h.ns = text(ns, sizeof ns);
+        char *lora = text(), *ns = text();
+        h.lora = lora;
+        h.ns = ns;
         size_t n = num();
         uint32_t* t = malloc(4 * (n ? n : 1));
         for (size_t i = 0; i < n; i++) t[i] = (uint32_t)num();
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < blocks; i++) printf(" %llu", (unsigned long long)local[i]);
         for (size_t i = 0; i < blocks; i++) printf(" %llu", (unsigned long long)seq[i]);
         printf("\n");
-        free(t), free(local), free(seq);
+        free(t), free(local), free(seq), free(lora), free(ns);
         break;
       }
       case 'O': st = kvgate_open_slot(x, (uint32_t)num()); printf("O %d =%u\n", st, entries()); break;
@@ -148,14 +149,8 @@ int main(int argc, char** argv) {
         break;
       }
       case 'B': {
-        char* hex = word();
-        size_t n = strlen(hex) / 2;
-        uint8_t* b = malloc(n + 1);
-        for (size_t i = 0; i < n; i++) {
-          unsigned v;
-          sscanf(hex + 2 * i, "%2x", &v);
-          b[i] = (uint8_t)v;
-        }
+        size_t n;
+        uint8_t* b = unhex(word(), &n);
         uint32_t records = 0;
         uint64_t at = 0;
         st = kvgate_apply_binary(x, b, n, &records, &at);
