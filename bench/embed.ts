@@ -2,9 +2,11 @@
  * @module `npm run bench -- embed` (issue 15, item 4): the same work through the C host (libkvgate, the core compiled
  * by wasm2c; bench/embed-host.c) and through the JS host (KvIndex over WebAssembly) in one run: an engine's vLLM
  * msgpack KV-event cycle applied (decoded in the core), the same cycle as binary batches, and find_matches (hash +
- * match) of 4k-token prompts over 16 workers. Results are checked equal on both sides; times are reported as ratios
- * JS / C (> 1: the C host is faster), medians over interleaved samples. JSON into bench/results/embed.json.
- * Flags: --samples N (6 per round, the first one warm-up; 2 rounds), --cycles N (3), --rounds N (20), --quick.
+ * match) of 4k-token prompts over 16 workers. The C host runs in both builds of embed/build.sh: `bounds` (the default:
+ * checked memory accesses, every trap a status) and `guard` (guard pages, faster). Results are checked equal on every
+ * host; times are reported as ratios JS / C (> 1: the C host is faster), medians over interleaved rounds.
+ * JSON into bench/results/embed.json. Flags: --samples N (4 per run, the first one warm-up), --runs N (4 rounds of
+ * C bounds, C guard, JS), --cycles N (3), --rounds N (20), --quick.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -26,12 +28,12 @@ const SLOTS = 17, EVENT_SLOT = 16, CAPACITY = 1 << 20, SALT = 0x5eed, PROMPTS = 
 interface Sample { engine_ms: number; binary_ms: number; match_ms: number }
 interface HostRun { setup_entries: number; samples: Sample[]; matched: number; applied: number; entries: number }
 
-function parseArgs(argv: string[]): { samples: number; cycles: number; rounds: number } {
-  const a = { samples: 6, cycles: 3, rounds: 20 };
+function parseArgs(argv: string[]): { samples: number; runs: number; cycles: number; rounds: number } {
+  const a = { samples: 4, runs: 4, cycles: 3, rounds: 20 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
-    if (k === "--quick") Object.assign(a, { samples: 3, cycles: 1, rounds: 4 });
-    else if (k === "--samples" || k === "--cycles" || k === "--rounds") a[k.slice(2) as keyof typeof a] = Number(argv[++i]);
+    if (k === "--quick") Object.assign(a, { samples: 3, runs: 2, cycles: 1, rounds: 4 });
+    else if (k === "--samples" || k === "--runs" || k === "--cycles" || k === "--rounds") a[k.slice(2) as keyof typeof a] = Number(argv[++i]);
     else throw new Error(`unknown flag ${k}`);
   }
   return a;
@@ -74,8 +76,11 @@ async function workload(): Promise<{ setup: Uint8Array[]; engine: Uint8Array[]; 
   return { setup, engine: w.payloads.array, binary: w.binary(EVENT_SLOT), prompts };
 }
 
-function runC(file: string, a: ReturnType<typeof parseArgs>): HostRun {
-  const out = execFileSync(join(ROOT, "build/embed/bin/embed-host"), [file, String(a.samples), String(a.cycles), String(a.rounds)], { encoding: "utf8" });
+type Build = "bounds" | "guard";
+const BUILD_DIR: Record<Build, string> = { bounds: "build/embed", guard: "build/embed-guard" };
+
+function runC(build: Build, file: string, a: ReturnType<typeof parseArgs>): HostRun {
+  const out = execFileSync(join(ROOT, BUILD_DIR[build], "bin/embed-host"), [file, String(a.samples), String(a.cycles), String(a.rounds)], { encoding: "utf8" });
   return JSON.parse(out) as HostRun;
 }
 
@@ -115,35 +120,43 @@ async function runJs(wl: Awaited<ReturnType<typeof workload>>, a: ReturnType<typ
 
 export async function main(argv: string[]): Promise<void> {
   const a = parseArgs(argv);
-  execFileSync("bash", [join(ROOT, "embed/build.sh")], { stdio: "inherit" });
+  for (const m of ["bounds", "guard"] as const) {
+    execFileSync("bash", [join(ROOT, "embed/build.sh")], { stdio: "inherit", env: { ...process.env, KVGATE_MEMCHECK: m } });
+  }
   const wl = await workload();
   const file = join(mkdtempSync(join(tmpdir(), "kvgate-bench-embed-")), "workload.bin");
   const w = new Writer().u32(SLOTS, CAPACITY, EVENT_SLOT, SALT).blobs(wl.setup).blobs(wl.engine).blobs(wl.binary).u32(PROMPTS, TOKENS);
   for (const p of wl.prompts) w.parts.push(new Uint8Array(p.buffer));
   writeFileSync(file, w.bytes());
   console.log(`embed: ${wl.engine.length} engine batches per cycle, ${wl.prompts.length} prompts of ${TOKENS} tokens, ${SLOTS - 1} workers; ` +
-    `${a.samples} samples × 2 rounds, ${a.cycles} cycles, ${a.rounds} match rounds per sample`);
-  // Two interleaved rounds, C then JS, so drift in the machine's load hits both hosts.
-  const runs: { c: HostRun[]; js: HostRun[] } = { c: [], js: [] };
-  for (let round = 0; round < 2; round++) {
-    runs.c.push(runC(file, a));
+    `${a.runs} rounds of (C bounds, C guard, JS) × ${a.samples} samples, ${a.cycles} cycles, ${a.rounds} match rounds per sample`);
+  // Interleaved rounds so drift in the machine's load hits every host alike.
+  const runs: Record<Build | "js", HostRun[]> = { bounds: [], guard: [], js: [] };
+  for (let round = 0; round < a.runs; round++) {
+    runs.bounds.push(runC("bounds", file, a));
+    runs.guard.push(runC("guard", file, a));
     runs.js.push(await runJs(wl, a));
   }
+  const all = [...runs.bounds, ...runs.guard, ...runs.js];
   for (const k of ["setup_entries", "matched", "applied", "entries"] as const) {
-    const vals = [...runs.c, ...runs.js].map((r) => r[k]);
+    const vals = all.map((r) => r[k]);
     if (new Set(vals).size !== 1) throw new Error(`hosts disagree on ${k}: ${vals.join(" ")}`);
   }
   // The first sample of each run is warm-up (V8 tiers WASM up from its baseline compiler; caches fill).
   const med = (hs: HostRun[], k: keyof Sample): number => percentile(hs.flatMap((h) => h.samples.slice(1).map((s) => s[k])), 50);
   const batches = a.cycles * wl.engine.length, prompts = a.rounds * wl.prompts.length;
   const rows = (["engine_ms", "binary_ms", "match_ms"] as const).map((k) => {
-    const per = k === "match_ms" ? prompts : batches;
-    const c = med(runs.c, k) / per, js = med(runs.js, k) / per;
-    return { what: k === "engine_ms" ? "vLLM msgpack batch apply" : k === "binary_ms" ? "binary batch apply" : "find_matches (4k-token prompt)", unit: k === "match_ms" ? "prompt" : "batch", cUs: c * 1000, jsUs: js * 1000, jsOverC: js / c };
+    const per = 1000 / (k === "match_ms" ? prompts : batches);
+    const bounds = med(runs.bounds, k) * per, guard = med(runs.guard, k) * per, js = med(runs.js, k) * per;
+    const what = k === "engine_ms" ? "vLLM msgpack batch apply /batch" : k === "binary_ms" ? "binary batch apply /batch" : "find_matches, 4k-token prompt /prompt";
+    return { what, boundsUs: bounds, guardUs: guard, jsUs: js, jsOverBounds: js / bounds, jsOverGuard: js / guard };
   });
-  console.log(table(["operation", "C host µs", "JS host µs", "JS / C"], rows.map((r) => [`${r.what} /${r.unit}`, r.cUs.toFixed(2), r.jsUs.toFixed(2), fmtRatio(r.jsOverC)])));
-  const slower = rows.filter((r) => r.jsOverC < 1);
-  console.log(slower.length === 0 ? "target met: the C host is not slower on any operation" : `target missed on: ${slower.map((r) => r.what).join(", ")}`);
-  const path = writeResults("embed", { args: a, checks: { matched: runs.c[0]!.matched, applied: runs.c[0]!.applied }, rows, runs });
+  console.log(table(["operation", "C bounds µs", "C guard µs", "JS µs", "JS / C bounds", "JS / C guard"],
+    rows.map((r) => [r.what, r.boundsUs.toFixed(2), r.guardUs.toFixed(2), r.jsUs.toFixed(2), fmtRatio(r.jsOverBounds), fmtRatio(r.jsOverGuard)])));
+  for (const [name, key] of [["bounds (default)", "jsOverBounds"], ["guard", "jsOverGuard"]] as const) {
+    const slower = rows.filter((r) => r[key] < 1);
+    console.log(`C ${name}: ${slower.length === 0 ? "not slower than JS on any operation" : `slower than JS on ${slower.map((r) => r.what).join(", ")}`}`);
+  }
+  const path = writeResults("embed", { args: a, checks: { matched: all[0]!.matched, applied: all[0]!.applied }, rows, runs });
   console.log(`results: ${path}`);
 }

@@ -3,7 +3,16 @@
 # runtime and embed/c into libkvgate.a and libkvgate.so, then the C example, the test drivers and the bench host. Idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-out="$root/build/embed"
+# KVGATE_MEMCHECK=bounds (default): every linear-memory access is bounds-checked, so every trap, out-of-bounds
+# included, comes back as KVGATE_E_TRAP and the library installs no signal handler. KVGATE_MEMCHECK=guard: guard
+# pages instead of checks (faster), no handler either, so an out-of-bounds access inside the core (a core bug; host
+# input is validated before it reaches the core) kills the process with SIGSEGV. Written to build/embed-guard/.
+memcheck="${KVGATE_MEMCHECK:-bounds}"
+case "$memcheck" in
+  bounds) out="$root/build/embed"; mflags=(-DWASM_RT_MEMCHECK_SIGNAL_HANDLER=0) ;;
+  guard) out="$root/build/embed-guard"; mflags=(-DWASM_RT_MEMCHECK_SIGNAL_HANDLER=1 -DWASM_RT_SKIP_SIGNAL_RECOVERY=1) ;;
+  *) echo "embed: KVGATE_MEMCHECK must be bounds or guard" >&2; exit 1 ;;
+esac
 wasm="$root/build/release.wasm"
 rt="${WASM2C_RUNTIME:-/usr/share/wabt/wasm2c}"
 cc="${CC:-gcc}"
@@ -18,11 +27,10 @@ stamp="$out/.stamp"
 if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp" 2>/dev/null)" ]; then
   exit 0
 fi
-# Scalar release build: wasm2c's SIMD output needs a newer runtime. Bounds checks instead of guard pages and a
-# SIGSEGV handler, so the library installs no signal handler in the host process.
+# Scalar release build: wasm2c's SIMD output needs a newer runtime.
 cp "$wasm" "$out/gen/kvgate_core.wasm"
 wasm2c "$out/gen/kvgate_core.wasm" -n kvgate_core -o "$out/gen/kvgate_core.c"
-cflags=(-O2 -fPIC -fvisibility=hidden -DWASM_RT_MEMCHECK_SIGNAL_HANDLER=0 -I"$out/gen" -I"$rt" -I"$root/embed/c")
+cflags=(-O2 -fPIC -fvisibility=hidden "${mflags[@]}" -I"$out/gen" -I"$rt" -I"$root/embed/c")
 "$cc" "${cflags[@]}" -w -c "$out/gen/kvgate_core.c" -o "$out/obj/kvgate_core.o" &
 core=$!
 "$cc" "${cflags[@]}" -w -c "$rt/wasm-rt-impl.c" -o "$out/obj/wasm-rt-impl.o"

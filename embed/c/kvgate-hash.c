@@ -46,7 +46,7 @@ int kvg_seed(kvgate_index* x, const char* lora, const char* ns, uint64_t* out) {
     *out = x->salt_seed;
     return KVGATE_OK;
   }
-  uint64_t s = KVG_BASE_SEED, h;
+  uint64_t s = KVG_BASE_SEED, h = 0;
   if (nl > 0) {
     int st = core_xxh3(x, (const uint8_t*)lora, nl, 0, &h);
     if (st != KVGATE_OK) return st;
