@@ -1,6 +1,7 @@
 /* The C host's half of `npm run bench -- embed`: replays the workload bench/embed.ts wrote (engine msgpack batches,
- * binary batches, prompts to match) through libkvgate and prints per-sample timings as JSON.
- * Usage: embed-host <workload.bin> <samples> <cycles> <rounds>. */
+ * binary batches, prompts to match) through libkvgate, one sample per "s" line on stdin, so the JS side can
+ * interleave its own samples with these; prints one JSON line per sample, and the totals on "q".
+ * Usage: embed-host <workload.bin> <cycles> <rounds>. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +37,10 @@ static void fail(kvgate_index* x, int st, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) return 2;
+  if (argc != 4) return 2;
   in = fopen(argv[1], "rb");
   if (!in) return 2;
-  int samples = atoi(argv[2]), cycles = atoi(argv[3]), rounds = atoi(argv[4]);
+  int cycles = atoi(argv[2]), rounds = atoi(argv[3]);
   uint32_t slots = u32(), capacity = u32(), event_slot = u32();
   uint64_t salt = u32();
   uint32_t n_setup, n_engine, n_binary;
@@ -74,8 +75,8 @@ int main(int argc, char** argv) {
   kvgate_hash_opts h = {.block_size = 16};
   kvgate_match* m = calloc(slots, sizeof *m);
   uint64_t matched = 0, applied = 0;
-  printf("{\"setup_entries\":%u,\"samples\":[", setup_entries);
-  for (int s = 0; s < samples; s++) {
+  char cmd[16];
+  while (fgets(cmd, sizeof cmd, stdin) && cmd[0] == 's') {
     double t0 = ms();
     for (int c = 0; c < cycles; c++) {
       for (uint32_t i = 0; i < n_engine; i++) {
@@ -99,10 +100,12 @@ int main(int argc, char** argv) {
       }
     }
     double t3 = ms();
-    printf("%s{\"engine_ms\":%.4f,\"binary_ms\":%.4f,\"match_ms\":%.4f}", s ? "," : "", t1 - t0, t2 - t1, t3 - t2);
+    printf("{\"engine_ms\":%.4f,\"binary_ms\":%.4f,\"match_ms\":%.4f}\n", t1 - t0, t2 - t1, t3 - t2);
+    fflush(stdout);
   }
   kvgate_stats_get(x, &stats);
-  printf("],\"matched\":%llu,\"applied\":%llu,\"entries\":%u}\n", (unsigned long long)matched, (unsigned long long)applied, stats.entries);
+  printf("{\"setup_entries\":%u,\"matched\":%llu,\"applied\":%llu,\"entries\":%u}\n", setup_entries,
+         (unsigned long long)matched, (unsigned long long)applied, stats.entries);
   kvgate_destroy(x);
   return 0;
 }

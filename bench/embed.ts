@@ -4,11 +4,12 @@
  * msgpack KV-event cycle applied (decoded in the core), the same cycle as binary batches, and find_matches (hash +
  * match) of 4k-token prompts over 16 workers. The C host runs in both builds of embed/build.sh: `bounds` (the default:
  * checked memory accesses, every trap a status) and `guard` (guard pages, faster). Results are checked equal on every
- * host; times are reported as ratios JS / C (> 1: the C host is faster), medians over interleaved rounds.
- * JSON into bench/results/embed.json. Flags: --samples N (4 per run, the first one warm-up), --runs N (4 rounds of
- * C bounds, C guard, JS), --cycles N (3), --rounds N (20), --quick.
+ * host; times are reported as ratios JS / C (> 1: the C host is faster), medians over interleaved samples.
+ * JSON into bench/results/embed.json. Flags: --samples N (15 per host, after --warmup N: 3; the hosts take turns
+ * sample by sample), --cycles N (2), --rounds N (10), --quick.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,12 +29,14 @@ const SLOTS = 17, EVENT_SLOT = 16, CAPACITY = 1 << 20, SALT = 0x5eed, PROMPTS = 
 interface Sample { engine_ms: number; binary_ms: number; match_ms: number }
 interface HostRun { setup_entries: number; samples: Sample[]; matched: number; applied: number; entries: number }
 
-function parseArgs(argv: string[]): { samples: number; runs: number; cycles: number; rounds: number } {
-  const a = { samples: 4, runs: 4, cycles: 3, rounds: 20 };
+interface Args { samples: number; warmup: number; cycles: number; rounds: number }
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { samples: 15, warmup: 3, cycles: 2, rounds: 10 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
-    if (k === "--quick") Object.assign(a, { samples: 3, runs: 2, cycles: 1, rounds: 4 });
-    else if (k === "--samples" || k === "--runs" || k === "--cycles" || k === "--rounds") a[k.slice(2) as keyof typeof a] = Number(argv[++i]);
+    if (k === "--quick") Object.assign(a, { samples: 4, warmup: 2, cycles: 1, rounds: 4 });
+    else if (k === "--samples" || k === "--warmup" || k === "--cycles" || k === "--rounds") a[k.slice(2) as keyof Args] = Number(argv[++i]);
     else throw new Error(`unknown flag ${k}`);
   }
   return a;
@@ -77,14 +80,34 @@ async function workload(): Promise<{ setup: Uint8Array[]; engine: Uint8Array[]; 
 }
 
 type Build = "bounds" | "guard";
+type HostName = Build | "js";
 const BUILD_DIR: Record<Build, string> = { bounds: "build/embed", guard: "build/embed-guard" };
+type Totals = Omit<HostRun, "samples">;
 
-function runC(build: Build, file: string, a: ReturnType<typeof parseArgs>): HostRun {
-  const out = execFileSync(join(ROOT, BUILD_DIR[build], "bin/embed-host"), [file, String(a.samples), String(a.cycles), String(a.rounds)], { encoding: "utf8" });
-  return JSON.parse(out) as HostRun;
+interface Host {
+  sample(): Promise<Sample>;
+  finish(): Promise<Totals>;
 }
 
-async function runJs(wl: Awaited<ReturnType<typeof workload>>, a: ReturnType<typeof parseArgs>): Promise<HostRun> {
+/** A C host process: one sample per request, so its samples interleave with the other hosts'. */
+function cHost(build: Build, file: string, a: Args): Host {
+  const child = spawn(join(ROOT, BUILD_DIR[build], "bin/embed-host"), [file, String(a.cycles), String(a.rounds)], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async (): Promise<unknown> => {
+    const r = await lines.next();
+    if (r.done) throw new Error(`embed-host (${build}) ended early`);
+    return JSON.parse(r.value);
+  };
+  return {
+    sample: () => (child.stdin!.write("s\n"), next() as Promise<Sample>),
+    finish: async () => {
+      child.stdin!.end("q\n");
+      return (await next()) as Totals;
+    },
+  };
+}
+
+async function jsHost(wl: Awaited<ReturnType<typeof workload>>, a: Args): Promise<Host> {
   const idx = new KvIndex(await loadCoreModule("release"), { maxSlots: SLOTS, capacity: CAPACITY, salt: BigInt(SALT) });
   for (let s = 0; s < SLOTS; s++) idx.slotFor(`w${s}`, 0);
   for (const b of wl.setup) idx.applyBatch(b);
@@ -92,30 +115,30 @@ async function runJs(wl: Awaited<ReturnType<typeof workload>>, a: ReturnType<typ
   const codec = EngineBatchCodec.for(idx);
   const policy = { blockSize: BLOCK, kvGroup: -1, indexDevice: true, dropForeignExtraKeys: true, seedLo: Number(BASE_SEED), seedHi: 0 };
   const slotOf = (): number => EVENT_SLOT;
-  const samples: Sample[] = [];
   let matched = 0, applied = 0;
-  for (let s = 0; s < a.samples; s++) {
-    const t0 = now();
-    for (let c = 0; c < a.cycles; c++) {
-      for (const p of wl.engine) {
-        const r = codec.decodeApply(p, policy, slotOf);
-        if (typeof r === "string" || r.applyError) throw new Error(`engine batch not applied in the core: ${String(r)}`);
-        applied += r.records;
+  return {
+    sample: async () => {
+      const t0 = now();
+      for (let c = 0; c < a.cycles; c++) {
+        for (const p of wl.engine) {
+          const r = codec.decodeApply(p, policy, slotOf);
+          if (typeof r === "string" || r.applyError) throw new Error(`engine batch not applied in the core: ${String(r)}`);
+          applied += r.records;
+        }
       }
-    }
-    const t1 = now();
-    for (let c = 0; c < a.cycles; c++) for (const b of wl.binary) applied += idx.applyBatch(b).records;
-    const t2 = now();
-    for (let r = 0; r < a.rounds; r++) {
-      for (const p of wl.prompts) {
-        const n = idx.route(p, { blockSize: BLOCK });
-        for (let k = 0; k < n; k++) matched += idx.matchDepth(k) + idx.treeSizeOfSlot(idx.matchSlot(k));
+      const t1 = now();
+      for (let c = 0; c < a.cycles; c++) for (const b of wl.binary) applied += idx.applyBatch(b).records;
+      const t2 = now();
+      for (let r = 0; r < a.rounds; r++) {
+        for (const p of wl.prompts) {
+          const n = idx.route(p, { blockSize: BLOCK });
+          for (let k = 0; k < n; k++) matched += idx.matchDepth(k) + idx.treeSizeOfSlot(idx.matchSlot(k));
+        }
       }
-    }
-    const t3 = now();
-    samples.push({ engine_ms: t1 - t0, binary_ms: t2 - t1, match_ms: t3 - t2 });
-  }
-  return { setup_entries: setupEntries, samples, matched, applied, entries: idx.stats().entries };
+      return { engine_ms: t1 - t0, binary_ms: t2 - t1, match_ms: now() - t2 };
+    },
+    finish: async () => ({ setup_entries: setupEntries, matched, applied, entries: idx.stats().entries }),
+  };
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -129,21 +152,26 @@ export async function main(argv: string[]): Promise<void> {
   for (const p of wl.prompts) w.parts.push(new Uint8Array(p.buffer));
   writeFileSync(file, w.bytes());
   console.log(`embed: ${wl.engine.length} engine batches per cycle, ${wl.prompts.length} prompts of ${TOKENS} tokens, ${SLOTS - 1} workers; ` +
-    `${a.runs} rounds of (C bounds, C guard, JS) × ${a.samples} samples, ${a.cycles} cycles, ${a.rounds} match rounds per sample`);
-  // Interleaved rounds so drift in the machine's load hits every host alike.
-  const runs: Record<Build | "js", HostRun[]> = { bounds: [], guard: [], js: [] };
-  for (let round = 0; round < a.runs; round++) {
-    runs.bounds.push(runC("bounds", file, a));
-    runs.guard.push(runC("guard", file, a));
-    runs.js.push(await runJs(wl, a));
+    `${a.samples} samples per host after ${a.warmup} warm-up (C bounds, C guard, JS interleaved), ${a.cycles} cycles, ${a.rounds} match rounds per sample`);
+  // Sample by sample, in rotating order, so drift in the machine's load hits every host alike.
+  const hosts: Record<HostName, Host> = { bounds: cHost("bounds", file, a), guard: cHost("guard", file, a), js: await jsHost(wl, a) };
+  const order: HostName[] = ["bounds", "guard", "js"];
+  const samples: Record<HostName, Sample[]> = { bounds: [], guard: [], js: [] };
+  for (let i = 0; i < a.warmup + a.samples; i++) {
+    for (let k = 0; k < order.length; k++) {
+      const h = order[(i + k) % order.length]!;
+      const sample = await hosts[h].sample();
+      if (i >= a.warmup) samples[h].push(sample);
+    }
   }
-  const all = [...runs.bounds, ...runs.guard, ...runs.js];
+  const runs = {} as Record<HostName, HostRun>;
+  for (const h of order) runs[h] = { ...(await hosts[h].finish()), samples: samples[h] };
+  const all = order.map((h) => runs[h]);
   for (const k of ["setup_entries", "matched", "applied", "entries"] as const) {
     const vals = all.map((r) => r[k]);
     if (new Set(vals).size !== 1) throw new Error(`hosts disagree on ${k}: ${vals.join(" ")}`);
   }
-  // The first sample of each run is warm-up (V8 tiers WASM up from its baseline compiler; caches fill).
-  const med = (hs: HostRun[], k: keyof Sample): number => percentile(hs.flatMap((h) => h.samples.slice(1).map((s) => s[k])), 50);
+  const med = (h: HostRun, k: keyof Sample): number => percentile(h.samples.map((s) => s[k]), 50);
   const batches = a.cycles * wl.engine.length, prompts = a.rounds * wl.prompts.length;
   const rows = (["engine_ms", "binary_ms", "match_ms"] as const).map((k) => {
     const per = 1000 / (k === "match_ms" ? prompts : batches);

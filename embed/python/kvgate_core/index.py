@@ -35,6 +35,7 @@ class Index:
     def __init__(self, capacity: int = 1 << 20, max_slots: int = 64, salt: int | None = None, *,
                  prompt_tokens: int | None = None, event_blocks: int | None = None, event_bytes: int | None = None,
                  approx_max_blocks: int | None = None, prune_ratio: float | None = None, lib_path: str | None = None):
+        self._h = None
         self._lib = N.load(lib_path)
         o = N.Options()
         self._lib.kvgate_options_init(C.byref(o))
@@ -53,7 +54,7 @@ class Index:
         self._matches = (N.Match * max_slots)()
 
     def close(self) -> None:
-        if self._h:
+        if getattr(self, "_h", None):
             self._lib.kvgate_destroy(self._h)
             self._h = None
 
