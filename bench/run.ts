@@ -29,6 +29,10 @@ const BENCHES: Record<string, { about: string; load: () => Promise<BenchModule> 
     about: "kvgate's ZMTP client vs the native zeromq module on Node: engine KV events received (and applied) per cycle",
     load: () => import("./zmtp.ts"),
   },
+  embed: {
+    about: "the C host (libkvgate, wasm2c) vs the JS host: vLLM batch apply, binary batch apply, find_matches; JS / C ratios (issue 15)",
+    load: () => import("./embed.ts"),
+  },
   gateway: {
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),

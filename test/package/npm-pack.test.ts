@@ -24,7 +24,8 @@ describe("npm pack", () => {
     const out = execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", dir], { cwd: ROOT, encoding: "utf8" });
     const [packed] = JSON.parse(out) as { filename: string; files: { path: string }[] }[];
     const shipped = packed!.files.map((f) => f.path);
-    expect(shipped).toEqual(expect.arrayContaining(["build/release.wasm", "build/release-simd.wasm", "src/adapter/node/kvgate.mjs", "src/gateway/app.ts"]));
+    expect(shipped).toEqual(expect.arrayContaining(["build/release.wasm", "build/release-simd.wasm", "build/core/index.js", "src/core-entry/index.ts", "src/adapter/node/kvgate.mjs", "src/gateway/app.ts"]));
+    expect(shipped.some((p) => p.startsWith("build/embed/"))).toBe(false);
     expect(shipped.some((p) => p.startsWith("test/") || p.startsWith("bench/"))).toBe(false);
 
     const app = join(dir, "app");
@@ -33,6 +34,14 @@ describe("npm pack", () => {
     execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(dir, packed!.filename)], { cwd: app, encoding: "utf8" });
     expect(existsSync(join(app, "node_modules/kvgate/build/release.wasm"))).toBe(true);
     expect(readdirSync(join(app, "node_modules/.bin"))).toContain("kvgate");
+    // kvgate/core from the installed package: the shipped bundle and core, no TypeScript loader involved.
+    const hashed = execFileSync(process.execPath, ["--input-type=module", "-e", [
+      'import { readFileSync } from "node:fs";',
+      'import { createIndex } from "kvgate/core";',
+      'const idx = await createIndex(readFileSync(new URL(import.meta.resolve("kvgate/core/release.wasm"))), { capacity: 64, maxSlots: 2 });',
+      'console.log(String(idx.hash([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], { blockSize: 4 }).seq[2]));',
+    ].join("\n")], { cwd: app, encoding: "utf8" });
+    expect(hashed.trim()).toBe("12583592247330656132");
 
     proc = start("npx", ["--no-install", "kvgate", "serve", "--port", "0", "--sim-workers", "2"], { cwd: app });
     const url = (await waitForOutput(proc, /kvgate listening on (http:\/\/\S+)/, 120_000))[1]!;
