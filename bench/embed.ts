@@ -132,7 +132,7 @@ async function jsHost(wl: Awaited<ReturnType<typeof workload>>, a: Args): Promis
       for (let r = 0; r < a.rounds; r++) {
         for (const p of wl.prompts) {
           const n = idx.route(p, { blockSize: BLOCK });
-          for (let k = 0; k < n; k++) matched += idx.matchDepth(k) + idx.treeSizeOfSlot(idx.matchSlot(k));
+          for (let k = 0; k < n; k++) matched += idx.matches.depth(k) + idx.treeSizeOfSlot(idx.matches.slot(k));
         }
       }
       return { engine_ms: t1 - t0, binary_ms: t2 - t1, match_ms: now() - t2 };
