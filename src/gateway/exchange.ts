@@ -40,6 +40,22 @@ export function workerBodyText(raw: Record<string, unknown>, body: Record<string
   return `${text.slice(0, at)}"stream_options":{"include_usage":true},${text.slice(at)}`;
 }
 
+/** What a worker is sent for a client's body (also the Workers pool path's, which sends it from the Worker). */
+export function workerBody(raw: Record<string, unknown>, rawText: string | undefined, streamUsage: boolean): {
+  body: Record<string, unknown>; bodyText: string; stream: boolean; stripUsage: boolean;
+} {
+  const body: Record<string, unknown> = { ...raw };
+  delete body.kvgate;
+  const stream = raw.stream === true;
+  let stripUsage = false;
+  const so = raw.stream_options as Record<string, unknown> | null | undefined;
+  if (stream && streamUsage && so?.include_usage !== true) {
+    body.stream_options = { ...(so ?? {}), include_usage: true };
+    stripUsage = true;
+  }
+  return { body, bodyText: workerBodyText(raw, body, rawText, stripUsage), stream, stripUsage };
+}
+
 /**
  * Parses, tokenizes and describes one request; shared with /v1/route. `rawText` is the text `raw` was parsed
  * from, when the caller has it.
@@ -52,20 +68,12 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
     throw new KvgateError("KVGATE_ERR_UNKNOWN_MODEL", `The model \`${model}\` does not exist.`, { param: "model" });
   }
   const ext = parseRoutingExtension(raw);
-  const body: Record<string, unknown> = { ...raw };
-  delete body.kvgate;
-  const stream = raw.stream === true;
-  let stripUsage = false;
-  const so = raw.stream_options as Record<string, unknown> | null | undefined;
-  if (stream && gw.config.upstream.streamUsage && so?.include_usage !== true) {
-    body.stream_options = { ...(so ?? {}), include_usage: true };
-    stripUsage = true;
-  }
+  const { body, bodyText, stream, stripUsage } = workerBody(raw, rawText, gw.config.upstream.streamUsage);
   const t = await gw.tokenizers.tokenize(endpoint, body, model);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
   return {
-    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText: workerBodyText(raw, body, rawText, stripUsage),
+    endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
     headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
     signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
