@@ -18,12 +18,12 @@ import { poolCompletion, STATE_HEADER } from "./pool-dispatch.ts";
 export const POOL_BINDING = "KVGATE_POOL";
 const POOL_NAME = "default";
 
-let setup: Promise<{ cfg: GatewayConfig; pool: PoolClient }> | undefined;
+let setup: Promise<GatewayConfig> | undefined;
 
-async function load(env: Record<string, unknown>, ns: PoolNamespace): Promise<{ cfg: GatewayConfig; pool: PoolClient }> {
+async function load(env: Record<string, unknown>): Promise<GatewayConfig> {
   const loaded = await loadGatewayConfig({ argv: [], env: envStrings(env) });
   if (loaded.kind !== "config") throw new KvgateError("KVGATE_ERR_STATE", "no gateway configured");
-  return { cfg: loaded.config, pool: new PoolClient(ns.get(ns.idFromName(POOL_NAME)), loaded.config.routeToken) };
+  return loaded.config;
 }
 
 function withState(res: Response): Response {
@@ -34,11 +34,13 @@ function withState(res: Response): Response {
 
 export async function poolFetch(req: Request, env: Record<string, unknown>, ctx: ExecutionContext, ns: PoolNamespace): Promise<Response> {
   try {
-    setup ??= load(env, ns);
-    const { cfg, pool } = await setup.catch((e) => {
+    setup ??= load(env);
+    const cfg = await setup.catch((e) => {
       setup = undefined;
       throw e;
     });
+    // A stub is an I/O object of the request that made it: one per request.
+    const pool = new PoolClient(ns.get(ns.idFromName(POOL_NAME)), cfg.routeToken);
     const path = new URL(req.url).pathname;
     if (req.method === "POST" && (path === "/v1/chat/completions" || path === "/v1/completions")) {
       return await poolCompletion(req, path === "/v1/chat/completions" ? "chat" : "completions", pool, cfg, ctx);
