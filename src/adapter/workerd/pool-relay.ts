@@ -10,7 +10,7 @@ import { concat, errorEvents, inspectEvent } from "../../gateway/stream-events.t
 import { clientHeaders, describe, type Attempt } from "../../gateway/upstream.ts";
 import type { Report } from "./pool-client.ts";
 
-export function relayStream(attempt: Attempt, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void, extra: Record<string, string>): Response {
+export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void, extra: Record<string, string>): Response {
   const reader = attempt.res.body!.getReader();
   const splitter = new SseSplitter();
   let firstToken = false;
@@ -80,14 +80,18 @@ export function relayStream(attempt: Attempt, stripUsage: boolean, report: (what
         }
       }
     },
-    cancel() {
-      // The client went away: stop the engine's request and give back the booking.
-      closed = true;
-      attempt.abort.abort();
-      void reader.cancel().catch(() => {});
-      end("cancel");
-    },
+    cancel: () => gone(),
   }, { highWaterMark: 0 });
+  // The client went away (the body is cancelled, or only the request's signal fires): stop the engine's request
+  // and give back the booking.
+  function gone(): void {
+    if (closed) return;
+    closed = true;
+    attempt.abort.abort();
+    void reader.cancel().catch(() => {});
+    end("cancel");
+  }
+  client.addEventListener("abort", gone, { once: true });
   const headers = clientHeaders(attempt.res.headers);
   for (const [k, v] of Object.entries(extra)) headers.set(k, v);
   return new Response(body, { status: attempt.res.status, headers });
