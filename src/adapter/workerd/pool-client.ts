@@ -48,11 +48,14 @@ export class PoolClient {
   /** The reports on one plan, sent in order in the background (the client's response does not wait for them). */
   reporter(planId: string, ctx: ExecutionContext): (what: Report, body?: Record<string, unknown>) => void {
     let chain: Promise<unknown> = Promise.resolve();
+    // Held from the start: a report sent after the client went away must still be let run by the runtime.
+    let settle!: () => void;
+    ctx.waitUntil(new Promise<void>((resolve) => (settle = resolve)));
     return (what, body = {}) => {
       chain = chain.then(() => this.#report(planId, what, body)).catch((e) => {
         console.error(`kvgate warn: report ${what} on ${planId} failed: ${String((e as Error)?.message ?? e)}`);
       });
-      ctx.waitUntil(chain);
+      if (what !== "first_token") void chain.then(settle);
     };
   }
 
