@@ -42,6 +42,26 @@ export function workerBodyText(raw: Record<string, unknown>, body: Record<string
 }
 
 /**
+ * What a worker is sent for a client's body (also the Workers pool path's, which sends it from the Worker).
+ * `headerSalt`: the tenant header's namespace, added as `cache_salt` so the engine isolates the tenant too.
+ */
+export function workerBody(raw: Record<string, unknown>, rawText: string | undefined, streamUsage: boolean, headerSalt?: string): {
+  body: Record<string, unknown>; bodyText: string; stream: boolean; stripUsage: boolean;
+} {
+  const body: Record<string, unknown> = { ...raw };
+  delete body.kvgate;
+  if (headerSalt !== undefined) body.cache_salt = headerSalt;
+  const stream = raw.stream === true;
+  let stripUsage = false;
+  const so = raw.stream_options as Record<string, unknown> | null | undefined;
+  if (stream && streamUsage && so?.include_usage !== true) {
+    body.stream_options = { ...(so ?? {}), include_usage: true };
+    stripUsage = true;
+  }
+  return { body, bodyText: workerBodyText(raw, body, headerSalt === undefined ? rawText : undefined, stripUsage), stream, stripUsage };
+}
+
+/**
  * Parses, tokenizes and describes one request; shared with /v1/route. `rawText` is the text `raw` was parsed
  * from, when the caller has it.
  */
@@ -51,23 +71,14 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
   const scope = requestScope(gw, raw, c.req.raw.headers);
   const model = scope.model;
   const ext = parseRoutingExtension(raw);
-  const body: Record<string, unknown> = { ...raw };
-  delete body.kvgate;
-  if (scope.saltFromHeader) body.cache_salt = scope.namespace;
-  const stream = raw.stream === true;
-  let stripUsage = false;
-  const so = raw.stream_options as Record<string, unknown> | null | undefined;
-  if (stream && gw.config.upstream.streamUsage && so?.include_usage !== true) {
-    body.stream_options = { ...(so ?? {}), include_usage: true };
-    stripUsage = true;
-  }
+  const { body, bodyText, stream, stripUsage } = workerBody(raw, rawText, gw.config.upstream.streamUsage,
+    scope.saltFromHeader ? scope.namespace : undefined);
   const t = await gw.tokenizers.tokenize(endpoint, body, scope.tokenizerModel);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
   return {
     endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, adapter: scope.adapter,
-    namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body,
-    bodyText: workerBodyText(raw, body, scope.saltFromHeader ? undefined : rawText, stripUsage),
+    namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
     headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
     signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,

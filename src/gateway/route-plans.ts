@@ -4,7 +4,8 @@
  *
  *   POST /v1/route/{plan_id}/first_token   the first token arrived (idempotent)
  *   POST /v1/route/{plan_id}/complete      the request ended; optional {"usage": <OpenAI usage>} feeds the hit metrics
- *   POST /v1/route/{plan_id}/cancel        the request was abandoned
+ *   POST /v1/route/{plan_id}/cancel        the request was abandoned; optional {"failure": {kind, status?, retried?}} when
+ *                                          the worker failed it (counted against the worker's health)
  */
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
@@ -13,6 +14,7 @@ import { parseJsonObject } from "../core/json-body.ts";
 import type { PlanView } from "../routing/index.ts";
 import { bodyLimit } from "./body-limit.ts";
 import type { GatewayState } from "./gateway-state.ts";
+import type { FailureKind } from "./upstream.ts";
 
 /** A plan id is the proxy's capability for its booking: 128 random bits, so it cannot be guessed from another one. */
 export function newPlanId(): string {
@@ -56,6 +58,20 @@ function usageOf(body: Record<string, unknown>): Record<string, unknown> | undef
   return usage;
 }
 
+const FAILURE_KINDS: readonly FailureKind[] = ["connect", "timeout", "status", "stream", "idle", "truncated", "error_event"];
+
+/** A cancel report's optional `failure`: {kind, status?, retried?}, why the proxy's attempt at the worker failed. */
+function failureOf(body: Record<string, unknown>): { kind: FailureKind; status?: number; retried: boolean } | undefined {
+  const f = body.failure;
+  if (f === undefined || f === null) return undefined;
+  if (typeof f !== "object" || Array.isArray(f)) bad("failure must be an object", "failure");
+  const { kind, status, retried } = f as Record<string, unknown>;
+  if (!FAILURE_KINDS.includes(kind as FailureKind)) bad(`failure.kind must be one of ${FAILURE_KINDS.join(", ")}`, "failure.kind");
+  count(status, "failure.status");
+  if (retried !== undefined && typeof retried !== "boolean") bad("failure.retried must be a boolean", "failure.retried");
+  return { kind: kind as FailureKind, status: status as number | undefined, retried: retried === true };
+}
+
 export function planJson(p: PlanView, state: string = p.state): Record<string, unknown> {
   return { object: "kvgate.route_plan", plan_id: p.id, request_id: p.requestId, worker: p.worker, dp_rank: p.dpRank, state };
 }
@@ -81,8 +97,16 @@ export function routePlanRoutes(gw: GatewayState): Hono {
   });
 
   plans.post("/:id/cancel", async (c) => {
-    await reportBody(c);
-    return c.json(planJson(gw.router.planEnd(c.req.param("id"), "cancelled"), "cancelled"));
+    const failure = failureOf(await reportBody(c));
+    const p = gw.router.planEnd(c.req.param("id"), "cancelled");
+    if (failure) {
+      // The worker failed the proxy's attempt: its health and circuit breaker must hear of it, or a dead worker
+      // that caches the prompt would keep winning the decision.
+      gw.metrics.upstreamFailures.inc({ kind: failure.kind });
+      gw.health.attemptFailed(p.worker, failure.kind, failure.status);
+      if (failure.retried) gw.metrics.retries.inc({ reason: failure.kind });
+    }
+    return c.json(planJson(p, "cancelled"));
   });
 
   return plans;

@@ -4,13 +4,14 @@
  * workerd runs the Worker bundle wrangler builds, under workerd directly (wrangler dev would rebuild and restart
  * the isolate whenever a source file changes, dropping the index mid-test).
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, start, until, waitForOutput, type Proc } from "./processes.ts";
 
-export type RuntimeName = "node" | "bun" | "deno" | "workerd";
+/** workerd-pool: workerd with the PoolState Durable Object bound (the Workers deployment with shared state). */
+export type RuntimeName = "node" | "bun" | "deno" | "workerd" | "workerd-pool";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BIN = join(ROOT, "node_modules/.bin");
@@ -31,37 +32,57 @@ async function listening(proc: Proc): Promise<RunningGateway> {
 /** A capnp string literal. */
 const q = (s: string): string => JSON.stringify(s);
 
-async function startWorkerd(env: Record<string, string>): Promise<RunningGateway> {
+export interface WorkerdOptions {
+  /** Bind KVGATE_POOL to the PoolState Durable Object (in-memory storage), as wrangler.toml declares it. */
+  pool?: boolean;
+  /** Worker services, each its own isolate on its own socket, all running the same bundle (default 1). */
+  edges?: number;
+}
+
+/** Starts workerd; `urls` has one entry per edge (`url` is the first). */
+export async function startWorkerd(env: Record<string, string>, opts: WorkerdOptions = {}): Promise<RunningGateway & { urls: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), "kvgate-workerd-"));
   const build = start(join(BIN, "wrangler"), ["deploy", "--dry-run", "--outdir", dir], { cwd: ROOT, env: { WRANGLER_SEND_METRICS: "false" } });
   await new Promise<void>((resolve, reject) => build.child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler build failed:\n${build.output()}`)))));
   const wasm = readdirSync(dir).filter((f) => f.endsWith(".wasm"));
-  const port = await freePort();
+  const edges = opts.edges ?? 1;
+  const ports = await Promise.all(Array.from({ length: edges }, () => freePort()));
   // wrangler names the bundle after wrangler.toml's main (src/adapter/workerd/worker.ts → worker.js).
   const modules = [`(name = "worker.js", esModule = embed "worker.js")`, ...wasm.map((f) => `(name = ${q(f)}, wasm = embed ${q(f)})`)];
   const bindings = Object.entries(env).map(([k, v]) => `(name = ${q(k)}, text = ${q(v)})`);
-  writeFileSync(join(dir, "kvgate.capnp"), `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .kvgate),
-    # Loopback must be allowed explicitly: the default outbound network only reaches public addresses.
-    (name = "internet", network = (allow = ["public", "private", "local"])),
-  ],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
-);
-const kvgate :Workerd.Worker = (
+  // The first edge defines the namespace; the others bind to it by service name (one object for all isolates).
+  const worker = (i: number): string => {
+    const pool = !opts.pool ? [] : [`(name = "KVGATE_POOL", durableObjectNamespace = (className = "PoolState"${i === 0 ? "" : `, serviceName = "edge0"`}))`];
+    const objects = opts.pool && i === 0
+      ? `durableObjectNamespaces = [(className = "PoolState", uniqueKey = "kvgate-pool", enableSql = true)],\n  durableObjectStorage = (localDisk = "pool-disk"),\n  `
+      : "";
+    return `const edge${i} :Workerd.Worker = (
   modules = [${modules.join(", ")}],
   compatibilityDate = "2026-04-01",
   compatibilityFlags = ["enable_request_signal"],
-  bindings = [${bindings.join(", ")}],
-  globalOutbound = "internet",
+  bindings = [${[...bindings, ...pool].join(", ")}],
+  ${objects}globalOutbound = "internet",
+);`;
+  };
+  const ids = Array.from({ length: edges }, (_, i) => i);
+  writeFileSync(join(dir, "kvgate.capnp"), `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    ${ids.map((i) => `(name = "edge${i}", worker = .edge${i}),`).join("\n    ")}
+    ${opts.pool ? `(name = "pool-disk", disk = (path = ${q(join(dir, "pool"))}, writable = true)),` : ""}
+    # Loopback must be allowed explicitly: the default outbound network only reaches public addresses.
+    (name = "internet", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [${ids.map((i) => `(name = "http${i}", address = "127.0.0.1:${ports[i]}", http = (), service = "edge${i}")`).join(", ")}],
 );
+${ids.map(worker).join("\n")}
 `);
+  if (opts.pool) mkdirSync(join(dir, "pool"));
   const proc = start(join(BIN, "workerd"), ["serve", join(dir, "kvgate.capnp"), "--experimental"], { cwd: dir });
-  const url = `http://127.0.0.1:${port}`;
-  await until(async () => (await fetch(`${url}/health`)).ok, `workerd on ${url}:\n${proc.output()}`, 60_000);
+  const urls = ports.map((p) => `http://127.0.0.1:${p}`);
+  for (const url of urls) await until(async () => (await fetch(`${url}/health`)).ok, `workerd on ${url}:\n${proc.output()}`, 60_000);
   return {
-    url, proc,
+    url: urls[0]!, urls, proc,
     stop: async () => {
       await proc.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -82,5 +103,7 @@ export async function startGateway(runtime: RuntimeName, env: Record<string, str
       return listening(start(join(BIN, "deno"), ["run", "--no-prompt", "--allow-net", "--allow-read", "--allow-env", "src/adapter/deno/serve.ts"], { cwd: ROOT, env: all }));
     case "workerd":
       return startWorkerd(env);
+    case "workerd-pool":
+      return startWorkerd(env, { pool: true });
   }
 }

@@ -175,6 +175,9 @@ export function conformanceSuite(runtime: RuntimeName): void {
         const { active_requests, active_prefill_tokens, active_blocks } = (await workers())[w]!.ranks[0] as unknown as Rank;
         return { active_requests, active_prefill_tokens, active_blocks };
       };
+      // Counted from here: with a pool object every completion so far was a plan too.
+      const m0 = await metrics();
+      const grew = (m: string, series: string): number => metric(m, series)! - (metric(m0, series) ?? 0);
       const res = await post(url("/v1/route"), chat(longText("two-phase"), { commit: true }));
       expect(res.status).toBe(200);
       const plan = await res.json();
@@ -205,9 +208,9 @@ export function conformanceSuite(runtime: RuntimeName): void {
         expect((await r.json()).error).toMatchObject({ code: "KVGATE_ERR_PLAN_NOT_FOUND", type: "not_found_error" });
       }
       const m = await metrics();
-      expect(metric(m, "kvgate_route_plans_opened_total")).toBe(2);
-      expect(metric(m, 'kvgate_route_plans_closed_total{outcome="completed"}')).toBe(1);
-      expect(metric(m, 'kvgate_route_plans_closed_total{outcome="cancelled"}')).toBe(1);
+      expect(grew(m, "kvgate_route_plans_opened_total")).toBe(2);
+      expect(grew(m, 'kvgate_route_plans_closed_total{outcome="completed"}')).toBe(1);
+      expect(grew(m, 'kvgate_route_plans_closed_total{outcome="cancelled"}')).toBe(1);
       expect(metric(m, "kvgate_route_plans_open")).toBe(0);
     });
 
@@ -234,7 +237,9 @@ export function conformanceSuite(runtime: RuntimeName): void {
       for (const name of ["kvgate_requests_total", "kvgate_time_to_first_token_seconds", "kvgate_inter_token_latency_seconds", "kvgate_predicted_hit_rate",
         "kvgate_actual_hit_rate", "kvgate_queue_pending_requests", "kvgate_worker_active_decode_blocks", "kvgate_worker_active_prefill_tokens",
         "kvgate_routing_overhead_ms", "kvgate_kv_events_applied_total"]) expect(m).toContain(`# TYPE ${name} `);
-      expect(metric(m, 'kvgate_requests_total{code="200",endpoint="/v1/chat/completions"}')).toBeGreaterThan(0);
+      // With a pool object the completions reach it as decisions (the Worker streams them).
+      const served = runtime === "workerd-pool" ? "/v1/route" : "/v1/chat/completions";
+      expect(metric(m, `kvgate_requests_total{code="200",endpoint="${served}"}`)).toBeGreaterThan(0);
       expect(m).toMatch(/kvgate_routing_overhead_ms_count\{phase="tokenize"\} \d+/);
     });
 
@@ -285,7 +290,8 @@ export function conformanceSuite(runtime: RuntimeName): void {
       }
     });
 
-    it("should continue a stream on another worker when its worker is killed mid-stream", async () => {
+    // The Worker in front of a pool object does not migrate broken streams (README, Workers deployment).
+    it.skipIf(runtime === "workerd-pool")("should continue a stream on another worker when its worker is killed mid-stream", async () => {
       await setHealth("A", "draining");
       await setHealth("B", "draining");
       await setHealth("V", "healthy");

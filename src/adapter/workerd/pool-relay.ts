@@ -1,0 +1,98 @@
+/**
+ * @module Relays an engine's SSE stream from the Worker to the client with the engine's exact bytes (as kvgate's
+ * own relay does), reporting to the pool object as it goes: first_token at the first output, complete at [DONE]
+ * with the usage (the actual cache hit), cancel when the client leaves or the stream breaks. A broken stream is
+ * not continued elsewhere: it ends with an OpenAI error event.
+ */
+import { KvgateError } from "../../core/errors.ts";
+import { SseSplitter } from "../../gateway/sse-splitter.ts";
+import { concat, errorEvents, inspectEvent } from "../../gateway/stream-events.ts";
+import { clientHeaders, describe, type Attempt } from "../../gateway/upstream.ts";
+import type { Report } from "./pool-client.ts";
+
+export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void, extra: Record<string, string>): Response {
+  const reader = attempt.res.body!.getReader();
+  const splitter = new SseSplitter();
+  let firstToken = false;
+  let ended = false;
+  let closed = false;
+  let usage: unknown;
+  const end = (what: Report, body?: Record<string, unknown>): void => {
+    if (ended) return;
+    ended = true;
+    report(what, body);
+  };
+  const fail = (c: ReadableStreamDefaultController<Uint8Array>, kind: string, message: string): void => {
+    attempt.abort.abort();
+    void reader.cancel().catch(() => {});
+    end("cancel", { failure: { kind } });
+    closed = true;
+    c.enqueue(errorEvents(new KvgateError("KVGATE_ERR_UPSTREAM", message)));
+    c.close();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      while (!closed) {
+        let r: ReadableStreamReadResult<Uint8Array>;
+        try {
+          r = await reader.read();
+        } catch (e) {
+          // After [DONE] only the connection's end was lost.
+          if (ended) {
+            closed = true;
+            c.close();
+          } else if (!closed) {
+            fail(c, "stream", `response body broke: ${describe(e)}`);
+          }
+          return;
+        }
+        if (closed) return;
+        if (r.done) {
+          if (!ended) return fail(c, "truncated", "the stream ended before [DONE]");
+          closed = true;
+          c.close();
+          return;
+        }
+        const out: Uint8Array[] = [];
+        let events;
+        try {
+          events = splitter.push(r.value);
+        } catch (e) {
+          return fail(c, "stream", (e as Error).message);
+        }
+        for (const ev of events) {
+          const info = inspectEvent(ev);
+          if (info.kind === "error") end("cancel", { failure: { kind: "error_event" } });
+          if (info.kind === "chunk") {
+            if (info.usage !== undefined) usage = info.usage;
+            if (info.usageOnly && stripUsage) continue;
+            if (info.output && !firstToken) {
+              firstToken = true;
+              report("first_token");
+            }
+          }
+          if (info.kind === "done") end("complete", usage && typeof usage === "object" ? { usage } : {});
+          out.push(ev.raw);
+        }
+        if (out.length > 0) {
+          c.enqueue(concat(out));
+          return;
+        }
+      }
+    },
+    cancel: () => gone(),
+  }, { highWaterMark: 0 });
+  // The client went away (the body is cancelled, or only the request's signal fires): stop the engine's request
+  // and give back the booking.
+  function gone(): void {
+    if (closed) return;
+    closed = true;
+    attempt.abort.abort();
+    void reader.cancel().catch(() => {});
+    end("cancel");
+  }
+  client.addEventListener("abort", gone, { once: true });
+  const headers = clientHeaders(attempt.res.headers);
+  for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+  return new Response(body, { status: attempt.res.status, headers });
+}
