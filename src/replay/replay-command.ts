@@ -10,6 +10,7 @@ import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { policyResult, type PolicyResult, type ReplayResults } from "./replay-results.ts";
 import { renderReport } from "./report-html.ts";
+import { pooledLruCeiling } from "./pooled-ceiling.ts";
 import { fitToFleet, loadRequests } from "./request-source.ts";
 import { fmtMs, fmtPct, summaryText } from "./summary-table.ts";
 
@@ -59,11 +60,13 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
     kind: "kvgate-replay", version: 1, createdAt: new Date().toISOString(), command: ["kvgate", "replay", ...args].join(" "),
     timeUnit: "engine ms", source: { ...loaded.source, requests: fit.kept.length, skipped: fit.skipped },
     fleet: { workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, routerQueue: "off" },
+    ceiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, cfg.workers * cfg.engine.numGpuBlocks),
     policies: results,
   };
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
-  host.stdout(`${summaryText(results)}times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+  host.stdout(`${summaryText(results, doc.ceiling.hitRate)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
+    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.
     if (r.schedule.meanLateMs > 0.05 * r.summary.ttftMs.mean) {

@@ -5,6 +5,7 @@
  */
 import type { CompletionRecord } from "./completion-client.ts";
 import type { LoadSample } from "./load-sampler.ts";
+import type { PooledCeiling } from "./pooled-ceiling.ts";
 import type { TraceNotes } from "./mooncake-trace.ts";
 import type { EventStats, PolicyRun } from "./policy-run.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
@@ -59,6 +60,8 @@ export interface ReplayResults {
   timeUnit: "engine ms";
   source: SourceInfo;
   fleet: FleetInfo;
+  /** One pooled LRU cache of the fleet's blocks on the same requests: the hit rate no router can beat. */
+  ceiling: PooledCeiling;
   policies: PolicyResult[];
 }
 

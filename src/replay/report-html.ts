@@ -5,7 +5,7 @@
  */
 import type { ReplayPolicy } from "./replay-policies.ts";
 import type { PolicyResult, ReplayResults } from "./replay-results.ts";
-import { TABLE_HEADER, tableRows } from "./summary-table.ts";
+import { fmtPct, TABLE_HEADER, tableRows } from "./summary-table.ts";
 import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
 
 export const POLICY_COLORS: Record<ReplayPolicy, string> = {
@@ -37,9 +37,9 @@ function loadChart(p: PolicyResult, yMax: number): string {
   });
 }
 
-function table(policies: readonly PolicyResult[]): string {
+function table(policies: readonly PolicyResult[], ceiling: number): string {
   const head = TABLE_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
-  const body = tableRows(policies).map((r, i) => `<tr><td><span class="sw" style="background:${POLICY_COLORS[policies[i]!.policy]}"></span>${escapeXml(policies[i]!.label)}</td>${r.slice(1).map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
+  const body = tableRows(policies, ceiling).map((r, i) => `<tr><td><span class="sw" style="background:${POLICY_COLORS[policies[i]!.policy]}"></span>${escapeXml(policies[i]!.label)}</td>${r.slice(1).map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
   return `<table data-table="policies"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
@@ -75,8 +75,8 @@ code{background:#f6f6f6;padding:1px 4px}
 <h1>kvgate replay: routing policies compared</h1>
 ${setup(r)}
 <h2>Per-policy results</h2>
-${table(r.policies)}
-<p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
+${table(r.policies, r.ceiling.hitRate)}
+<p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (no router can do better). Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
 <h2>Time to first token</h2>
 ${ttftChart(r.policies)}
 <h2>Cache hit rate over time</h2>

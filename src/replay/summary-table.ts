@@ -6,7 +6,7 @@ import { improvement, type PolicyResult } from "./replay-results.ts";
 
 export const TABLE_HEADER = [
   "policy", "requests", "errors", "TTFT mean", "TTFT p50", "TTFT p90", "TTFT p99", "ITL mean", "ITL p99", "E2E mean", "E2E p99",
-  "hit rate", "predicted hit", "mean TTFT vs RR", "p99 TTFT vs RR",
+  "hit rate", "of ceiling", "predicted hit", "mean TTFT vs RR", "p99 TTFT vs RR",
 ];
 
 /** Milliseconds with sensible precision: 0.42, 12.3, 1,234. */
@@ -25,13 +25,15 @@ export function fmtRatio(v: number): string {
   return Number.isFinite(v) ? `${v.toFixed(2)}x` : "-";
 }
 
-export function tableRows(policies: readonly PolicyResult[]): string[][] {
+/** `ceiling`: the pooled-cache hit rate (pooled-ceiling.ts); each policy's hit rate is also shown as a share of it. */
+export function tableRows(policies: readonly PolicyResult[], ceiling: number): string[][] {
   const rr = policies.find((p) => p.policy === "round_robin")?.summary;
   return policies.map((p) => {
     const s = p.summary;
     return [
       p.policy, String(s.requests), String(s.errors), fmtMs(s.ttftMs.mean), fmtMs(s.ttftMs.p50), fmtMs(s.ttftMs.p90), fmtMs(s.ttftMs.p99),
       fmtMs(s.itlMs.mean), fmtMs(s.itlMs.p99), fmtMs(s.e2eMs.mean), fmtMs(s.e2eMs.p99), fmtPct(s.hitRate),
+      ceiling > 0 ? fmtPct(s.hitRate / ceiling) : "-",
       p.policy === "kv_events" || p.policy === "kv_approx" ? fmtPct(p.predictedHitRate) : "-",
       rr ? fmtRatio(improvement(rr.ttftMs.mean, s.ttftMs.mean)) : "-", rr ? fmtRatio(improvement(rr.ttftMs.p99, s.ttftMs.p99)) : "-",
     ];
@@ -45,6 +47,6 @@ export function textTable(header: readonly string[], rows: readonly (readonly st
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n") + "\n";
 }
 
-export function summaryText(policies: readonly PolicyResult[]): string {
-  return textTable(TABLE_HEADER, tableRows(policies));
+export function summaryText(policies: readonly PolicyResult[], ceiling: number): string {
+  return textTable(TABLE_HEADER, tableRows(policies, ceiling));
 }

@@ -68,6 +68,7 @@ export function syntheticResults(): ReplayResults {
     kind: "kvgate-replay", version: 1, createdAt: "2026-01-01T00:00:00.000Z", command: "kvgate replay --synthetic", timeUnit: "engine ms",
     source: { kind: "generator", citation: "synthetic test data", requests: 120, skipped: 0 },
     fleet: { workers: 4, model: "kvgate-sim", engine: { numGpuBlocks: 4096, blockSize: 64 }, traceSpeedup: 1, engineSpeedup: 3, routerQueue: "off" },
+    ceiling: { hitRate: 0.8, blocks: 16_384, blockSize: 64 },
     policies,
   };
 }

@@ -44,7 +44,11 @@ describe("kvgate replay end to end (2 simulated engines, real HTTP through the g
     expect(Math.abs(by.kv_events!.predictedHitRate - by.kv_events!.summary.hitRate)).toBeLessThan(0.005);
     expect(by.kv_events!.events).toMatchObject({ refused: 0, gaps: 0 });
     expect(by.kv_events!.events!.batches).toBeGreaterThan(0);
+    // Nothing is evicted in this small run, so the pooled cache hits every prefix block any engine could.
+    expect(doc.ceiling.hitRate).toBeLessThanOrEqual(1);
+    for (const p of doc.policies) expect(p.summary.hitRate).toBeLessThanOrEqual(doc.ceiling.hitRate + 1e-9);
     const table = host.out.join("");
+    expect(table).toContain(`ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks)`);
     expect(table).toMatch(/^round_robin\s+12\s+0\s/m);
     expect(table).toMatch(/^kv_events\s+12\s+0\s/m);
     expect(table).toContain("Mooncake FAST'25");
