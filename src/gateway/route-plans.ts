@@ -2,7 +2,8 @@
  * @module Two-phase routing over HTTP, for a proxy that uses kvgate as its endpoint picker and sends requests itself:
  * it reports on the plan `POST /v1/route` with `commit` opened, so kvgate's load accounting follows its requests.
  *
- *   POST /v1/route/{plan_id}/first_token   the first token arrived (idempotent)
+ *   POST /v1/route/{plan_id}/first_token   the first token arrived (idempotent); the plan's TTL starts again
+ *   POST /v1/route/{plan_id}/keepalive     the request still runs (streams longer than the TTL); the TTL starts again
  *   POST /v1/route/{plan_id}/complete      the request ended; optional {"usage": <OpenAI usage>} feeds the hit metrics
  *   POST /v1/route/{plan_id}/cancel        the request was abandoned; optional {"failure": {kind, status?, retried?}} when
  *                                          the worker failed it (counted against the worker's health)
@@ -76,6 +77,11 @@ export function planJson(p: PlanView, state: string = p.state): Record<string, u
   return { object: "kvgate.route_plan", plan_id: p.id, request_id: p.requestId, worker: p.worker, dp_rank: p.dpRank, state };
 }
 
+/** An open plan's answer also says how long it has left. */
+function openPlanJson(gw: GatewayState, p: PlanView): Record<string, unknown> {
+  return { ...planJson(p), expires_in_ms: Math.max(0, p.expiresAt - gw.now()) };
+}
+
 export function routePlanRoutes(gw: GatewayState): Hono {
   const plans = new Hono();
   plans.use("*", routeTokenGuard(gw), bodyLimit(gw.config.maxBodyBytes));
@@ -85,7 +91,12 @@ export function routePlanRoutes(gw: GatewayState): Hono {
     const p = gw.router.planFirstToken(c.req.param("id"));
     // As a worker's first output on kvgate's own path, it proves the worker serves (closes a half-open circuit).
     gw.health.attemptSucceeded(p.worker);
-    return c.json(planJson(p));
+    return c.json(openPlanJson(gw, p));
+  });
+
+  plans.post("/:id/keepalive", async (c) => {
+    await reportBody(c);
+    return c.json(openPlanJson(gw, gw.router.planKeepAlive(c.req.param("id"))));
   });
 
   plans.post("/:id/complete", async (c) => {

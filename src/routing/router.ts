@@ -206,6 +206,11 @@ export class Router {
     return this.#twoPhase.firstToken(planId);
   }
 
+  /** The proxy's request still runs: its plan's TTL starts again. */
+  planKeepAlive(planId: string): PlanView {
+    return this.#twoPhase.keepAlive(planId);
+  }
+
   /** The proxy's request ended (finished) or was abandoned (cancelled): frees the booking and closes the plan. */
   planEnd(planId: string, reason: "finished" | "cancelled"): PlanView {
     return this.#twoPhase.end(planId, reason);

@@ -42,7 +42,8 @@ export interface TwoPhaseOptions {
 interface PlanRecord {
   readonly id: string;
   readonly booking: Booking;
-  readonly expiresAt: number;
+  /** Renewed by first_token and keepalive reports, so a long stream whose proxy reports keeps its booking. */
+  expiresAt: number;
 }
 
 export type CommitOutcome =
@@ -129,11 +130,16 @@ export class TwoPhase {
     return r && viewOf(r);
   }
 
-  /** The first token arrived: the prompt's prefill tokens stop loading the worker. Idempotent. */
+  /** The first token arrived: the prompt's prefill tokens stop loading the worker, and the TTL starts again. Idempotent. */
   firstToken(id: string): PlanView {
     const r = this.#require(id);
     this.ops.firstToken(r.booking);
-    return viewOf(r);
+    return this.#renew(r);
+  }
+
+  /** The proxy's request is still running: the TTL starts again (a stream longer than the TTL sends these). */
+  keepAlive(id: string): PlanView {
+    return this.#renew(this.#require(id));
   }
 
   /** Frees the booking (complete: finished, whether or not a first token was reported; cancel: cancelled). */
@@ -164,6 +170,18 @@ export class TwoPhase {
     this.#byBooking.delete(b.id);
     this.#byId.delete(r.id);
     this.options.onClosed?.({ planId: r.id, requestId: b.requestId, worker: b.rank.worker.id, reason });
+  }
+
+  /**
+   * Every renewal sets now + the one TTL, so moving the plan to the end keeps #byId in expiry order for expire(). A plan
+   * whose booking the report itself ended (its drain freed a stale booking) stays closed.
+   */
+  #renew(r: PlanRecord): PlanView {
+    if (this.#byId.delete(r.id)) {
+      r.expiresAt = this.now() + this.options.ttlMs;
+      this.#byId.set(r.id, r);
+    }
+    return viewOf(r);
   }
 
   #require(id: string): PlanRecord {

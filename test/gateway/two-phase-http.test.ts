@@ -38,6 +38,33 @@ const series = (text: string, name: string): number | undefined => {
 };
 
 describe("POST /v1/route with commit", () => {
+  it("starts a plan's TTL again on first_token and keepalive, and still frees a due plan behind a renewed one", async () => {
+    const { gw, clock, call, metrics } = await planGateway(["--plan-ttl-ms", "30000"]);
+    const a = (await call("/v1/route", chat(LONG, { commit: true }))).body;
+    clock.advance(1_000);
+    const b = (await call("/v1/route", chat("a second prompt, long enough for a block or two of its own", { commit: true }))).body;
+    clock.advance(19_000);
+    // a: first token 20 s after its commit; its 30 s start again from here.
+    expect((await call(`/v1/route/${a.plan_id}/first_token`)).body).toMatchObject({ state: "decode", expires_in_ms: 30_000 });
+    clock.advance(10_999);
+    await gw.tick();
+    expect(gw.state.router.liveBookings).toBe(2);
+    // b was committed 31 s ago: due, although a (renewed, now later) was opened before it.
+    clock.advance(1);
+    await gw.tick();
+    expect(gw.state.router.liveBookings).toBe(1);
+    expect((await call(`/v1/route/${b.plan_id}/keepalive`)).status).toBe(404);
+    const kept = await call(`/v1/route/${a.plan_id}/keepalive`, {});
+    expect(kept.body).toMatchObject({ plan_id: a.plan_id, state: "decode", expires_in_ms: 30_000 });
+    clock.advance(29_999);
+    await gw.tick();
+    expect(gw.state.router.liveBookings).toBe(1);
+    clock.advance(1);
+    await gw.tick();
+    expect(gw.state.router.liveBookings).toBe(0);
+    expect(series(await metrics(), 'kvgate_route_plans_closed_total{outcome="expired"}')).toBe(2);
+  });
+
   it("books the decision and returns the plan id, the expiry and the endpoint header; the reports move and free it", async () => {
     const { call, loads, metrics } = await planGateway(["--plan-ttl-ms", "20000"]);
     const res = await call("/v1/route", chat(LONG, { commit: true }));
@@ -56,7 +83,7 @@ describe("POST /v1/route with commit", () => {
     expect(next.body.worker).not.toBe(b.worker);
 
     const ft = await call(`/v1/route/${b.plan_id}/first_token`);
-    expect(ft.body).toEqual({ object: "kvgate.route_plan", plan_id: b.plan_id, request_id: b.request_id, worker: b.worker, dp_rank: 0, state: "decode" });
+    expect(ft.body).toEqual({ object: "kvgate.route_plan", plan_id: b.plan_id, request_id: b.request_id, worker: b.worker, dp_rank: 0, state: "decode", expires_in_ms: 20_000 });
     expect((await call(`/v1/route/${b.plan_id}/first_token`, {})).body.state).toBe("decode");
     expect(loads().find((l) => l[0] === b.worker)).toEqual([b.worker, 1, 0, b.prompt_blocks]);
 

@@ -257,7 +257,10 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
         if (!m) {
           expect(() => router.planEnd(entry.planId, "finished")).toThrow(expect.objectContaining({ code: "KVGATE_ERR_PLAN_NOT_FOUND" }));
         } else if (roll < 0.4) {
-          expect(router.planFirstToken(entry.planId).state).toBe("decode");
+          const v = router.planFirstToken(entry.planId);
+          expect(v.state).toBe("decode");
+          // The report starts the plan's TTL again.
+          expiresAt.set(m.requestId, v.expiresAt);
           m.prefillDone = true;
           plans.push(entry);
         } else {
