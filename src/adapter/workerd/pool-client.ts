@@ -22,9 +22,11 @@ export interface Decision {
   endpoint: string;
   overlap_blocks: number;
   prompt_blocks: number;
+  /** The plan's TTL left; first_token and keepalive start it again. */
+  expires_in_ms: number;
 }
 
-export type Report = "first_token" | "complete" | "cancel";
+export type Report = "first_token" | "keepalive" | "complete" | "cancel";
 
 /** The object's origin is never resolved; a stub routes by path only. */
 const ORIGIN = "https://kvgate-pool";
@@ -55,7 +57,7 @@ export class PoolClient {
       chain = chain.then(() => this.#report(planId, what, body)).catch((e) => {
         console.error(`kvgate warn: report ${what} on ${planId} failed: ${String((e as Error)?.message ?? e)}`);
       });
-      if (what !== "first_token") void chain.then(settle);
+      if (what === "complete" || what === "cancel") void chain.then(settle);
     };
   }
 

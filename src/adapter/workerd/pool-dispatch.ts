@@ -83,7 +83,7 @@ export async function poolCompletion(req: Request, endpoint: Endpoint, pool: Poo
       const attempt = await sendUpstream(fetch, d.endpoint + path, upstreamHeaders(req.headers, d.request_id), bodyText, req.signal, cfg.upstream.headersTimeoutMs);
       const res = attempt.res;
       if (res.ok && stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d));
+        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d), d.expires_in_ms / 2);
       }
       if (res.ok) return respond(await whole(attempt, cfg.upstream.idleTimeoutMs, report) as Uint8Array<ArrayBuffer>, res, decisionHeaders(d));
       if (!retryableStatus(res.status)) {

@@ -1,8 +1,9 @@
 /**
  * @module Relays an engine's SSE stream from the Worker to the client with the engine's exact bytes (as kvgate's
  * own relay does), reporting to the pool object as it goes: first_token at the first output, complete at [DONE]
- * with the usage (the actual cache hit), cancel when the client leaves or the stream breaks. A broken stream is
- * not continued elsewhere: it ends with an OpenAI error event.
+ * with the usage (the actual cache hit), cancel when the client leaves or the stream breaks, and keepalive while a
+ * long stream runs so its plan's TTL never passes. A broken stream is not continued elsewhere: it ends with an
+ * OpenAI error event.
  */
 import { KvgateError } from "../../core/errors.ts";
 import { SseSplitter } from "../../gateway/sse-splitter.ts";
@@ -10,16 +11,20 @@ import { concat, errorEvents, inspectEvent } from "../../gateway/stream-events.t
 import { clientHeaders, describe, type Attempt } from "../../gateway/upstream.ts";
 import type { Report } from "./pool-client.ts";
 
-export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void, extra: Record<string, string>): Response {
+export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void,
+  extra: Record<string, string>, keepAliveMs: number): Response {
   const reader = attempt.res.body!.getReader();
   const splitter = new SseSplitter();
   let firstToken = false;
   let ended = false;
   let closed = false;
   let usage: unknown;
+  // Half the plan's TTL: a stream that outlives the TTL keeps its booking in the pool.
+  const keepAlive = keepAliveMs > 0 ? setInterval(() => report("keepalive"), keepAliveMs) : undefined;
   const end = (what: Report, body?: Record<string, unknown>): void => {
     if (ended) return;
     ended = true;
+    clearInterval(keepAlive);
     report(what, body);
   };
   const fail = (c: ReadableStreamDefaultController<Uint8Array>, kind: string, message: string): void => {
