@@ -19,8 +19,14 @@ export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: b
   let ended = false;
   let closed = false;
   let usage: unknown;
-  // Half the plan's TTL: a stream that outlives the TTL keeps its booking in the pool.
-  const keepAlive = keepAliveMs > 0 ? setInterval(() => report("keepalive"), keepAliveMs) : undefined;
+  // Every half TTL in which the client took output: a long stream keeps its booking, while one whose client vanished
+  // unnoticed (no cancel ever reaches this Worker) stops being read, stops renewing, and its plan expires.
+  let progressed = false;
+  const keepAlive = keepAliveMs > 0 ? setInterval(() => {
+    if (!progressed) return;
+    progressed = false;
+    report("keepalive");
+  }, keepAliveMs) : undefined;
   const end = (what: Report, body?: Record<string, unknown>): void => {
     if (ended) return;
     ended = true;
@@ -80,6 +86,7 @@ export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: b
           out.push(ev.raw);
         }
         if (out.length > 0) {
+          progressed = true;
           c.enqueue(concat(out));
           return;
         }
