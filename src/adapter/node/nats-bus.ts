@@ -19,6 +19,7 @@ class NatsBus implements SyncBus {
   #connected = false;
   #closed = false;
   #buffered = 0;
+  #outbox: [string, Uint8Array, Readonly<Record<string, string>> | undefined][] = [];
   readonly #subs: [string, (m: SyncMessage) => void][] = [];
   #stream: ((m: SyncMessage) => void) | undefined;
   readonly #listeners: ((up: boolean) => void)[] = [];
@@ -35,19 +36,25 @@ class NatsBus implements SyncBus {
   }
 
   publish(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
-    const nc = this.#nc, nats = this.#nats;
-    if (!nc || !nats || this.#closed || nc.isClosed()) return false;
-    if (!this.#connected) {
+    if (this.#closed || !this.#nats) return false;
+    if (!this.#connected || !this.#nc) {
+      // Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores).
       if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
       this.#buffered += data.length;
+      this.#outbox.push([subject, data, headers]);
+      return true;
     }
+    this.#send(this.#nc, subject, data, headers);
+    return true;
+  }
+
+  #send(nc: Conn, subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): void {
     let h: ReturnType<Nats["headers"]> | undefined;
     if (headers) {
-      h = nats.headers();
+      h = this.#nats!.headers();
       for (const [k, v] of Object.entries(headers)) h.set(k, v);
     }
     nc.publish(subject, data, h ? { headers: h } : undefined);
-    return true;
   }
 
   subscribe(subject: string, onMessage: (m: SyncMessage) => void): void {
@@ -71,10 +78,27 @@ class NatsBus implements SyncBus {
   }
 
   #setConnected(up: boolean): void {
-    if (up) this.#buffered = 0;
     if (this.#connected === up) return;
     this.#connected = up;
+    if (up && this.#nc) {
+      const held = this.#outbox;
+      this.#outbox = [];
+      this.#buffered = 0;
+      for (const [s, d, h] of held) this.#send(this.#nc, s, d, h);
+    }
     for (const l of this.#listeners) l(up);
+  }
+
+  /** Back from an outage: connected again once the stream answers, so held batches land in it. */
+  async #reconnected(nc: Conn): Promise<void> {
+    while (!this.#closed && !nc.isClosed() && !this.#connected) {
+      try {
+        await this.#ensureStream(nc);
+        this.#setConnected(true);
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
   }
 
   async #start(): Promise<void> {
@@ -110,7 +134,7 @@ class NatsBus implements SyncBus {
   async #watch(nc: Conn): Promise<void> {
     for await (const s of nc.status()) {
       if (s.type === "disconnect") this.#setConnected(false);
-      else if (s.type === "reconnect") this.#setConnected(true);
+      else if (s.type === "reconnect") void this.#reconnected(nc);
     }
     this.#setConnected(false);
   }
