@@ -6,7 +6,7 @@ import { KvgateError } from "../core/errors.ts";
 import { ReplicaSync } from "../replicas/replica-sync.ts";
 import { EVENTS_PREFIX, validReplicaId } from "../replicas/sync-messages.ts";
 import type { GatewayConfig } from "./config.ts";
-import type { GatewayHost } from "./gateway.ts";
+import type { SyncBusFactory } from "../replicas/sync-bus.ts";
 import type { GatewayState } from "./gateway-state.ts";
 
 function randomReplicaId(): string {
@@ -15,7 +15,7 @@ function randomReplicaId(): string {
   return `r-${r[0]!.toString(36)}${r[1]!.toString(36)}`;
 }
 
-export function startReplicaSync(config: GatewayConfig, host: GatewayHost, state: GatewayState): ReplicaSync | undefined {
+export function startReplicaSync(config: GatewayConfig, host: { syncBus?: SyncBusFactory; runtime?: string }, state: GatewayState): ReplicaSync | undefined {
   const o = config.sync;
   if (o.stateSharing === "off" || (o.stateSharing === "auto" && o.nats === "")) return undefined;
   if (o.nats === "") throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--state-sharing on needs --nats nats://host:port");
