@@ -131,7 +131,7 @@ export class ReplicaSync {
   }
 
   #shareBatch(worker: string, dpRank: number, seq: number, payload: Uint8Array): void {
-    this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, payload.slice(), {
+    this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, Uint8Array.prototype.slice.call(payload), {
       [HEADER_REPLICA]: this.#o.replicaId, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
     });
   }
@@ -196,7 +196,9 @@ export class ReplicaSync {
       return;
     }
     try {
-      const words = new Uint32Array(m.data.slice().buffer);
+      // A copy of its own: the client's data may be a view into a larger (Node Buffer) pool.
+      const words = new Uint32Array(m.data.length >>> 2);
+      new Uint8Array(words.buffer).set(m.data);
       this.#d.index.recordSequenceWords(w.id, rank, words, this.#d.now(), this.#d.router.config.approxTtlMs);
       this.#applied.inc({ kind: "decision" });
     } catch (e) {

@@ -45,12 +45,13 @@ describe.skipIf(skip)("router replicas over NATS", () => {
   const open: { g: TestGateway; timer: ReturnType<typeof setInterval> }[] = [];
 
   async function replica(id: string, extra: string[] = []): Promise<{ g: TestGateway; stopTicks(): void }> {
-    const workers = sims.flatMap((s, i) => ["--worker", `url=${s.url},id=w${i + 1},models=${MODEL},kv_events=true`]);
+    const kv = extra.includes("--kv-events") ? "" : ",kv_events=true";
+    const workers = sims.flatMap((s, i) => ["--worker", `url=${s.url},id=w${i + 1},models=${MODEL}${kv}`]);
     const g = await startTestGateway(["--nats", nats.url, "--replica-id", id, "--replica-heartbeat-ms", String(HEARTBEAT_MS), "--health-check-ms", "0", ...workers, ...extra],
       { syncBus: natsBus, runtime: "Node" });
     const timer = setInterval(() => void g.gateway.tick()?.catch(() => {}), 25);
     open.push({ g, timer });
-    if (!extra.includes("off")) await until(`${id} connected`, () => metric(g, "kvgate_sync_connected"), (v) => v === 1);
+    if (!extra.join(" ").includes("--state-sharing off")) await until(`${id} connected`, () => metric(g, "kvgate_sync_connected"), (v) => v === 1);
     return { g, stopTicks: () => clearInterval(timer) };
   }
 
@@ -106,6 +107,21 @@ describe.skipIf(skip)("router replicas over NATS", () => {
     expect(await metric(a.g, 'kvgate_sync_published_total{kind="kv_batch"}')).toBeGreaterThanOrEqual(1);
     expect(await metric(b.g, 'kvgate_sync_applied_total{kind="kv_batch"}')).toBeGreaterThanOrEqual(1);
     for (const r of [a, b, c, d]) r.stopTicks();
+  }, 60_000);
+
+  it("should share approximate-mode decisions: a prompt routed by A predicts its worker on B", async () => {
+    const a = await replica("xa", ["--kv-events", "off"]);
+    const b = await replica("xb", ["--kv-events", "off"]);
+    const chat = chatOf("Approximate routers remember their own decisions. ");
+    expect((await route(b.g, chat)).overlap_blocks).toBe(0);
+    const r = await post(`${a.g.url}/v1/chat/completions`, { ...chat, max_tokens: 2 });
+    expect(r.status).toBe(200);
+    const chosen = (await route(a.g, chat));
+    expect(chosen.overlap_blocks).toBeGreaterThan(4);
+    await until("B to record A's decision", () => route(b.g, chat), (x) => x.overlap_blocks === chosen.overlap_blocks && x.worker === chosen.worker);
+    expect(await metric(b.g, 'kvgate_sync_applied_total{kind="decision"}')).toBeGreaterThanOrEqual(1);
+    a.stopTicks();
+    b.stopTicks();
   }, 60_000);
 
   it("should count A's in-flight request in B's load until A frees it, and drop it when A stops heartbeating", async () => {
