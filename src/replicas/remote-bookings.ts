@@ -85,14 +85,14 @@ export class RemoteBookings {
   replace(peer: string, list: readonly BookingTuple[], now: number): void {
     if (!this.heard(peer, now)) return;
     const p = this.#peers.get(peer)!;
-    const keep = new Set<number>();
+    const keep = new Set(list.map((t) => t[0]));
+    // Freed first, so bookings the heartbeat adds are not refused by the cap for ones it no longer lists.
+    for (const id of [...p.bookings.keys()]) if (!keep.has(id)) this.free(peer, id);
     for (const [id, worker, dpRank, prefillTokens, blocks] of list) {
-      keep.add(id);
       const known = p.bookings.get(id);
       if (!known) this.book(peer, id, { worker, dpRank, prefillTokens, blocks }, now);
       else if (known.prefillTokens > 0 && prefillTokens === 0) this.prefillDone(peer, id);
     }
-    for (const id of [...p.bookings.keys()]) if (!keep.has(id)) this.free(peer, id);
   }
 
   /** Drops every peer not heard from since `now - timeoutMs`, with its bookings; returns the peers dropped. */
