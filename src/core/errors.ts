@@ -28,7 +28,9 @@ export type ErrorCode =
   | "KVGATE_ERR_FORBIDDEN"
   | "KVGATE_ERR_NOT_FOUND"
   | "KVGATE_ERR_UPSTREAM"
-  | "KVGATE_ERR_UPSTREAM_TIMEOUT";
+  | "KVGATE_ERR_UPSTREAM_TIMEOUT"
+  /** A message from another router replica that kvgate cannot read (src/replicas/). */
+  | "KVGATE_ERR_SYNC_MESSAGE";
 
 const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_BAD_ARGUMENT: 400,
@@ -71,6 +73,7 @@ const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_UPSTREAM: 502,
   // Gateway: a worker did not answer (or went silent mid-body) within the configured timeout.
   KVGATE_ERR_UPSTREAM_TIMEOUT: 504,
+  KVGATE_ERR_SYNC_MESSAGE: 400,
 };
 
 export class KvgateError extends Error {

@@ -228,6 +228,23 @@ export class KvIndex {
     });
   }
 
+  /**
+   * Approximate mode for a decision made elsewhere (a router replica): its prompt's sequence hashes as (lo, hi) u32 pairs
+   * are written where the core keeps the last prompt's, then recorded like recordRoute. Returns the blocks recorded.
+   */
+  recordSequenceWords(worker: string, dpRank: number, words: Uint32Array, now: number, ttlMs = this.options.approxTtlMs): number {
+    const n = words.length >>> 1;
+    if (n === 0) return 0;
+    const slot = this.slotFor(worker, dpRank);
+    return this.#guard("record_route", (c) => {
+      if (n > c.blocks_cap()) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${n} blocks exceed the prompt capacity ${c.blocks_cap()}`);
+      this.#u32.set(words.subarray(0, 2 * n), c.seq_ptr() >>> 2);
+      const r = c.record_route(slot, n, now, ttlMs);
+      if (r < 0) throw statusError(r, "record_route");
+      return r;
+    });
+  }
+
   /** Drops approximate blocks whose TTL ran out by `now`; returns how many. */
   expire(now: number): number {
     return this.#guard("expire", (c) => c.expire(now));

@@ -80,6 +80,7 @@ export class KvEventStream {
   onBatch(seq: number, payload: Uint8Array): void {
     if (this.#closed) return;
     try {
+      this.#o.onReceived?.(this, seq, payload);
       // The steady state (next in order, nothing replaying, no restart): decoded and applied in one step.
       if (!this.#replay && seq === this.lastSeq + 1 && seq > this.#lastLive) return this.#applyNext(seq, payload);
       const batch = this.#prepare(payload);

@@ -95,6 +95,16 @@ export interface GatewayConfig {
   tokenizers: Record<string, ModelTokenizerSource>;
   tokenizerMaxLoaded: number;
   router: RouterOptions;
+  /** Router replicas sharing state over NATS (src/replicas/). */
+  sync: {
+    nats: string;
+    replicaId: string;
+    stateSharing: "auto" | "on" | "off";
+    stream: string;
+    streamMaxAgeMs: number;
+    streamMaxMsgs: number;
+    heartbeatMs: number;
+  };
   index: { capacity: number; maxSlots: number; maxPromptTokens: number };
   upstream: {
     headersTimeoutMs: number;

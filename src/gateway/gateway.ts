@@ -17,6 +17,9 @@ import { KvIngest } from "./kv-ingest.ts";
 import { PromptTokenizerPool } from "./prompt-tokens.ts";
 import { EngineMetricsScraper } from "./engine-metrics.ts";
 import { WorkerHealthMonitor } from "./worker-health.ts";
+import type { SyncBusFactory } from "../replicas/sync-bus.ts";
+import type { ReplicaSync } from "../replicas/replica-sync.ts";
+import { startReplicaSync } from "./replica-setup.ts";
 
 export interface GatewayHost {
   /** Reads local tokenizer files (Node, Bun, Deno); without it only http(s) tokenizer sources load. */
@@ -32,6 +35,8 @@ export interface GatewayHost {
   kvEventTransport?: KvEventTransportFactory;
   /** The runtime's name, for error messages. */
   runtime?: string;
+  /** NATS for router replicas sharing state (--nats); without it --nats is refused. */
+  syncBus?: SyncBusFactory;
 }
 
 export interface Gateway {
@@ -72,8 +77,14 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const metrics = new GatewayMetrics();
   // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
   let health: WorkerHealthMonitor | undefined;
+  let sync: ReplicaSync | undefined;
   const router = new Router({ index, now, fineNow, observer: {
-    booked: (b) => health?.booked(b.worker), planOpened: () => metrics.planOpened(), planClosed: (p) => metrics.planClosed(p.reason),
+    booked: (b) => {
+      health?.booked(b.worker);
+      sync?.booked(b);
+    },
+    prefillDone: (b) => sync?.prefillDone(b), freed: (b) => sync?.freed(b), recorded: (r) => sync?.recorded(r),
+    planOpened: () => metrics.planOpened(), planClosed: (p) => metrics.planClosed(p.reason),
   } }, {
     policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
@@ -121,13 +132,18 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     log("info", `worker ${added.id}: ${added.url} serving ${added.models.join(", ")}${added.kvEvents ? " (KV events)" : ""}`);
   }
 
+  sync = startReplicaSync(config, host, state);
   let lastTick = now();
   const tick = (): Promise<void> | undefined => {
     lastTick = now();
     router.tick();
+    sync?.tick();
     const work = [health!.probe(), engineMetrics.scrape()].filter((p) => p !== undefined);
     return work.length === 0 ? undefined : Promise.all(work).then(() => undefined);
   };
   const app = createApp(state, { maybeTick: () => (now() - lastTick >= config.tickMs ? tick() : undefined) });
-  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: () => state.ingest.close() };
+  return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: async () => {
+    await sync?.close();
+    await state.ingest.close();
+  } };
 }

@@ -74,6 +74,9 @@ export class KvIngest {
   #transport: Promise<KvEventTransport> | undefined;
   #started: KvEventTransport | undefined;
   readonly #zmqWorkers = new Set<string>();
+  /** Told of every batch an engine stream receives from this replica's own transports (not from peers): replica sharing. */
+  share: ((worker: string, dpRank: number, seq: number, payload: Uint8Array) => void) | undefined;
+  #fromPeer = false;
 
   constructor(index: KvIndex, private readonly fleet: Fleet, private readonly metrics: GatewayMetrics, private readonly log: (m: string) => void,
     private readonly opts: KvIngestOptions = {}) {
@@ -128,6 +131,25 @@ export class KvIngest {
     }
     const result = d.batches === 0 && d.staleBatches > 0 ? "duplicate" : "applied";
     return { ...this.#result(result, d, s), frames: input.frames.length, corrupt: d.corruptFrames, last_seq: s.lastSeq };
+  }
+
+  /**
+   * A batch another router replica received from an engine, fed to the same (worker, rank) stream. One at or below the
+   * stream's last sequence number is a duplicate (this replica saw it itself, or it is a late echo) and is not applied.
+   */
+  ingestFromPeer(worker: string, dpRank: number, seq: number, bytes: Uint8Array): "applied" | "duplicate" | "ignored" {
+    const w = this.fleet.get(worker);
+    if (!w || !w.kvEvents || dpRank < w.dpStart || dpRank >= w.dpStart + w.dpSize) return "ignored";
+    const s = this.#zmqWorkers.has(w.id) ? this.hub.get(w.id, dpRank) : this.#stream(w, dpRank);
+    if (!s) return "ignored";
+    if (seq <= s.lastSeq) return "duplicate";
+    this.#fromPeer = true;
+    try {
+      s.onBatch(seq, bytes);
+    } finally {
+      this.#fromPeer = false;
+    }
+    return "applied";
   }
 
   /** Starts receiving a worker's events over ZeroMQ when it has a zmq endpoint; a clear error where the runtime has no ZeroMQ. */
@@ -199,6 +221,9 @@ export class KvIngest {
     return {
       worker: w.id, blockSize: w.blockSize, rebuildAfterBlocks: w.totalKvBlocks ?? DEFAULT_REBUILD_BLOCKS,
       onNotice: (n) => this.#notice(n),
+      onReceived: (s, seq, payload) => {
+        if (!this.#fromPeer) this.share?.(s.worker, s.dpRank, seq, payload);
+      },
     };
   }
 

@@ -31,7 +31,8 @@ function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
     bootstrap_port: w.bootstrapPort ?? null,
     health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id), circuit: gw.health.circuitState(w.id) ?? null,
     engine_metrics_stale: gw.engineMetrics.isStale(w.id),
-    ranks: ranks.map((r) => ({ dp_rank: r.dpRank, active_requests: r.activeRequests, active_blocks: r.activeBlocks, active_prefill_tokens: r.activePrefillTokens })),
+    ranks: ranks.map((r) => ({ dp_rank: r.dpRank, active_requests: r.activeRequests, active_blocks: r.activeBlocks, active_prefill_tokens: r.activePrefillTokens,
+      remote: { requests: r.remote.requests, prefill_tokens: r.remote.prefillTokens, blocks: r.remote.blocks } })),
   };
 }
 

@@ -15,6 +15,13 @@ export interface EngineReport {
   stale: boolean;
 }
 
+/** Bookings other router replicas hold on this rank (src/replicas/), summed; kept apart from the local totals. */
+export interface RemoteLoad {
+  requests: number;
+  prefillTokens: number;
+  blocks: number;
+}
+
 export class RankLoad {
   readonly prompts = new ActivePrompts();
   /** Prompt blocks of live bookings, summed without dedupe (used when KV reuse is not assumed). */
@@ -25,6 +32,8 @@ export class RankLoad {
   engine: EngineReport | undefined = undefined;
   /** KV blocks in use as the engine reports them (usage × capacity); 0 when unknown or stale. The cost takes the larger of this and activeBlocks. */
   engineBlocks = 0;
+  /** Other replicas' bookings here; the cost adds them to the local prefill and decode load. */
+  remote: RemoteLoad = { requests: 0, prefillTokens: 0, blocks: 0 };
 
   constructor(readonly assumeKvReuse: boolean) {}
 

@@ -7,7 +7,7 @@ import type { KvIndex } from "../core/kv-index.ts";
 import type { Booking } from "./active-sequences.ts";
 import { performanceNow, type NowFn } from "./clock.ts";
 import { createPrng, type RandomSource } from "./prng.ts";
-import type { EngineReport } from "./rank-load.ts";
+import type { EngineReport, RemoteLoad } from "./rank-load.ts";
 import type { WorkerEntry } from "./worker-registry.ts";
 import { RequestHandle, type HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
@@ -31,8 +31,12 @@ export interface FreedInfo {
 /** Hooks for metrics and tests; called synchronously, must not throw. */
 export interface RouterObserver {
   routed?(signals: RouteSignals): void;
-  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number }): void;
+  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number }): void;
+  /** The booking's first token: its prefill stopped loading the worker. */
+  prefillDone?(info: { bookingId: number; worker: string; dpRank: number }): void;
   freed?(info: FreedInfo): void;
+  /** Approximate mode recorded the routed prompt on the rank; the index's last prompt is still that prompt during the call. */
+  recorded?(info: { worker: string; dpRank: number }): void;
   /** A two-phase plan opened (commit) or closed (complete, cancel, TTL, or its booking freed otherwise). */
   planOpened?(plan: PlanView): void;
   planClosed?(info: PlanClosed): void;
@@ -82,11 +86,15 @@ export class Router {
     this.#core = new RoutingCore(deps.index, this.config, deps.now, deps.fineNow ?? performanceNow, rand, {
       onFree: (b, reason) => this.#onFree(b, reason),
       onRouted: (s) => this.#observer?.routed?.(s),
-      onBooked: (b) => this.#observer?.booked?.({ bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank }),
+      onBooked: (b) => this.#observer?.booked?.({
+        bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks,
+      }),
+      onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
     });
     this.#ops = {
       firstToken: (b) => {
         const done = this.#core.sequences.markPrefillComplete(b);
+        if (done) this.#observer?.prefillDone?.({ bookingId: b.id, worker: b.rank.worker.id, dpRank: b.rank.dpRank });
         if (done) this.#core.drain();
         return done;
       },
@@ -130,6 +138,14 @@ export class Router {
       ? Math.round(report.kvUsage * w.totalKvBlocks) : 0;
   }
 
+  /** Load other router replicas hold on one rank (their bookings, shared over NATS): added to this router's own in the cost. */
+  setRemoteLoad(id: string, dpRank: number, load: RemoteLoad): void {
+    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    if (!r) return;
+    r.load.remote = { ...load };
+    this.#core.drain();
+  }
+
   /** Stops new requests to the worker; its in-flight bookings run to completion. */
   drainWorker(id: string): void {
     this.setWorkerHealth(id, "draining");
@@ -142,6 +158,11 @@ export class Router {
     const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
     this.#core.drain();
     return freed;
+  }
+
+  /** A worker's entry (read-only), or undefined. */
+  workerEntry(id: string): Readonly<WorkerEntry> | undefined {
+    return this.#core.registry.get(id);
   }
 
   workerIds(): string[] {
@@ -277,7 +298,7 @@ export class Router {
         ranks.push({
           worker: w.id, dpRank: r.dpRank, role: w.role, health: w.health, activeRequests: r.load.activeRequests,
           activeBlocks: r.load.activeBlocks, activePrefillTokens: r.load.activePrefillTokens,
-          totalKvBlocks: w.totalKvBlocks, maxBatchedTokens: w.maxBatchedTokens,
+          totalKvBlocks: w.totalKvBlocks, maxBatchedTokens: w.maxBatchedTokens, remote: { ...r.load.remote },
         });
       }
     }

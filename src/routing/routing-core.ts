@@ -54,6 +54,8 @@ export interface CoreHooks {
   onFree(booking: Booking, reason: FreeReason): void;
   onRouted?(signals: RouteSignals): void;
   onBooked?(booking: Booking): void;
+  /** Approximate mode recorded the last hashed prompt on this rank (read it with index.lastSequenceWordsInto now). */
+  onRecorded?(worker: string, dpRank: number): void;
 }
 
 export class RoutingCore {
@@ -224,7 +226,10 @@ export class RoutingCore {
     const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
-    if (!rank.worker.kvEvents) this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.config.approxTtlMs);
+    if (!rank.worker.kvEvents) {
+      this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.config.approxTtlMs);
+      this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
+    }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
     const booking = this.sequences.book(rank, {
       requestId: req.requestId, prefillTokens: sel.isl - sel.cachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,

@@ -132,6 +132,8 @@ export interface RankLoadSnapshot {
   activePrefillTokens: number;
   totalKvBlocks?: number;
   maxBatchedTokens?: number;
+  /** Bookings other router replicas hold on this rank (shared over NATS). */
+  remote: { requests: number; prefillTokens: number; blocks: number };
 }
 
 export interface RouterSnapshot {

@@ -113,8 +113,9 @@ export class Selector {
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load;
       f64[overlapCol + i] = this.#overlapOf(r, gen);
-      f64[prefillCol + i] = load.activePrefillTokens;
-      f64[decodeCol + i] = load.engineBlocks > load.activeBlocks ? load.engineBlocks : load.activeBlocks;
+      f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
+      const own = load.activeBlocks + load.remote.blocks;
+      f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
       f64[activeCol + i] = inflight !== undefined && load.activeRequests > 0 ? inflight.sharedOf(r.slot) : 0;
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;

@@ -7,7 +7,7 @@ import { importCycles, importGraph, parseSource, sourceFiles, stripComments, typ
 
 /** Where runtime-specific code may live: the adapters, and the loader that reads the .wasm file from disk. */
 const MAY_TOUCH_RUNTIME = [/^src\/adapter\/(node|bun|deno|workerd)\//, /^src\/wasm\/module-[a-z]+\.ts$/];
-const RUNTIME_MODULES = [/^node:/, /^(zeromq|@hono\/node-server|bun|bun:.*|ws|undici)$/, /^(fs|net|http|https|os|path|child_process|worker_threads|stream|zlib|url)(\/.*)?$/];
+const RUNTIME_MODULES = [/^node:/, /^(zeromq|@hono\/node-server|@nats-io\/transport-node|bun|bun:.*|ws|undici)$/, /^(fs|net|http|https|os|path|child_process|worker_threads|stream|zlib|url)(\/.*)?$/];
 /** A runtime global read (process.env, Deno.serve, Bun.file, globalThis.process.x, Buffer.from, __dirname). */
 const RUNTIME_GLOBAL = /(?:(?<![\w$.])|globalThis\s*\.\s*)(?:(process|Deno|Bun|Buffer)\s*[.[]|(__dirname|__filename)\b)/;
 

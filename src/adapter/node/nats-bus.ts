@@ -1,0 +1,181 @@
+/**
+ * @module The SyncBus of router replicas on Node: @nats-io/transport-node and JetStream. Connects in the background,
+ * reconnects forever, keeps subscriptions and the stream's ordered consumer across outages.
+ */
+import type { SyncBus, SyncBusFactory, SyncBusOptions, SyncMessage } from "../../replicas/sync-bus.ts";
+
+type Nats = typeof import("@nats-io/transport-node");
+type Conn = Awaited<ReturnType<Nats["connect"]>>;
+type MsgLike = { subject: string; data: Uint8Array; headers?: { get(k: string): string } };
+
+/** Bytes published while disconnected that the client may hold for the reconnect; more are dropped. */
+const OUTAGE_BUFFER_BYTES = 8 << 20;
+
+const asMessage = (m: MsgLike): SyncMessage => ({ subject: m.subject, data: m.data, header: (k) => m.headers?.get(k) || undefined });
+
+class NatsBus implements SyncBus {
+  #nc: Conn | undefined;
+  #nats: Nats | undefined;
+  #connected = false;
+  #closed = false;
+  #buffered = 0;
+  #outbox: [string, Uint8Array, Readonly<Record<string, string>> | undefined][] = [];
+  readonly #subs: [string, (m: SyncMessage) => void][] = [];
+  #stream: ((m: SyncMessage) => void) | undefined;
+  readonly #listeners: ((up: boolean) => void)[] = [];
+  readonly #ready: Promise<void>;
+
+  constructor(private readonly o: SyncBusOptions) {
+    this.#ready = this.#start().catch((e: unknown) => {
+      if (!this.#closed) o.log(`NATS ${o.servers}: ${(e as Error).message}`);
+    });
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  publish(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
+    if (this.#closed || !this.#nats) return false;
+    if (!this.#connected || !this.#nc) {
+      // Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores).
+      if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
+      this.#buffered += data.length;
+      this.#outbox.push([subject, data, headers]);
+      return true;
+    }
+    this.#send(this.#nc, subject, data, headers);
+    return true;
+  }
+
+  #send(nc: Conn, subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): void {
+    let h: ReturnType<Nats["headers"]> | undefined;
+    if (headers) {
+      h = this.#nats!.headers();
+      for (const [k, v] of Object.entries(headers)) h.set(k, v);
+    }
+    nc.publish(subject, data, h ? { headers: h } : undefined);
+  }
+
+  subscribe(subject: string, onMessage: (m: SyncMessage) => void): void {
+    this.#subs.push([subject, onMessage]);
+    if (this.#nc) this.#subscribeNow(this.#nc, subject, onMessage);
+  }
+
+  consumeStream(onMessage: (m: SyncMessage) => void): void {
+    this.#stream = onMessage;
+  }
+
+  onStatus(listener: (connected: boolean) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const nc = this.#nc;
+    if (nc && !nc.isClosed()) await nc.close().catch(() => {});
+    await this.#ready;
+  }
+
+  #setConnected(up: boolean): void {
+    if (this.#connected === up) return;
+    this.#connected = up;
+    if (up && this.#nc) {
+      const held = this.#outbox;
+      this.#outbox = [];
+      this.#buffered = 0;
+      for (const [s, d, h] of held) this.#send(this.#nc, s, d, h);
+    }
+    for (const l of this.#listeners) l(up);
+  }
+
+  /** Back from an outage: connected again once the stream answers, so held batches land in it. */
+  async #reconnected(nc: Conn): Promise<void> {
+    while (!this.#closed && !nc.isClosed() && !this.#connected) {
+      try {
+        await this.#ensureStream(nc);
+        this.#setConnected(true);
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
+  async #start(): Promise<void> {
+    const nats = (this.#nats = await import("@nats-io/transport-node"));
+    const nc = await nats.connect({
+      servers: this.o.servers.split(",").map((s) => s.trim()).filter((s) => s.length > 0), name: this.o.name,
+      waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 2_000, maxPingOut: 2,
+    });
+    // The stream exists before the first publish, so no KV batch published on connecting is missed by it.
+    while (!this.#closed) {
+      try {
+        await this.#ensureStream(nc);
+        break;
+      } catch (e) {
+        this.o.log(`NATS stream ${this.o.stream}: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    if (this.#closed) return void (await nc.close());
+    this.#nc = nc;
+    for (const [s, cb] of this.#subs) this.#subscribeNow(nc, s, cb);
+    this.#setConnected(true);
+    void this.#watch(nc);
+    await this.#consume(nc);
+  }
+
+  #subscribeNow(nc: Conn, subject: string, cb: (m: SyncMessage) => void): void {
+    nc.subscribe(subject, { callback: (err, m) => {
+      if (!err) cb(asMessage(m));
+    } });
+  }
+
+  async #watch(nc: Conn): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") this.#setConnected(false);
+      else if (s.type === "reconnect") void this.#reconnected(nc);
+    }
+    this.#setConnected(false);
+  }
+
+  async #ensureStream(nc: Conn): Promise<void> {
+    const { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } = await import("@nats-io/jetstream");
+    const jsm = await jetstreamManager(nc);
+    const cfg = {
+      name: this.o.stream, subjects: [this.o.streamSubjects], retention: RetentionPolicy.Limits, storage: StorageType.File,
+      discard: DiscardPolicy.Old, max_msgs: this.o.streamMaxMsgs, max_age: this.#nats!.nanos(this.o.streamMaxAgeMs),
+    };
+    try {
+      await jsm.streams.info(this.o.stream);
+      await jsm.streams.update(this.o.stream, { max_msgs: cfg.max_msgs, max_age: cfg.max_age, subjects: cfg.subjects });
+    } catch (e) {
+      if ((e as { name?: string }).name !== "StreamNotFoundError" && !/not found/i.test((e as Error).message)) throw e;
+      await jsm.streams.add(cfg);
+    }
+  }
+
+  /** The ordered consumer, restarted after the last stream sequence seen whenever it ends (server restart, lost consumer). */
+  async #consume(nc: Conn): Promise<void> {
+    const { jetstream, DeliverPolicy } = await import("@nats-io/jetstream");
+    const js = jetstream(nc);
+    let last = 0;
+    while (!this.#closed && !nc.isClosed()) {
+      try {
+        await this.#ensureStream(nc);
+        const c = await js.consumers.get(this.o.stream, last === 0 ? { deliver_policy: DeliverPolicy.All }
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
+        const it = await c.consume();
+        for await (const m of it) {
+          last = m.seq;
+          this.#stream?.(asMessage(m));
+        }
+      } catch (e) {
+        if (!this.#closed && this.#connected) this.o.log(`NATS stream ${this.o.stream}: ${(e as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+export const natsBus: SyncBusFactory = (options) => new NatsBus(options);

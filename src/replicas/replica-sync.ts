@@ -1,0 +1,209 @@
+/**
+ * @module Router replicas sharing what they know over NATS (issue 14, first slice): engine KV events through a JetStream
+ * stream, bookings and approximate-mode decisions on plain subjects. Runtime-neutral: the connection is a SyncBus.
+ */
+import type { KvIndex } from "../core/kv-index.ts";
+import type { MetricsRegistry } from "../gateway/metrics-registry.ts";
+import type { KvIngest } from "../gateway/kv-ingest.ts";
+import type { Router } from "../routing/router.ts";
+import type { NowFn } from "../routing/clock.ts";
+import { RemoteBookings } from "./remote-bookings.ts";
+import type { SyncBus, SyncMessage } from "./sync-bus.ts";
+import {
+  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_RANK, HEADER_REPLICA, HEADER_SEQ, HEADER_WORKER,
+  subjectToken, type BookingMessage, type BookingTuple,
+} from "./sync-messages.ts";
+
+export interface ReplicaSyncOptions {
+  replicaId: string;
+  heartbeatMs: number;
+  /** Heartbeats a peer may miss before its bookings are dropped. */
+  missedHeartbeats?: number;
+  /** Bookings kept per peer, and own bookings listed in a heartbeat. */
+  maxBookingsPerPeer?: number;
+}
+
+export interface ReplicaSyncDeps {
+  bus: SyncBus;
+  router: Router;
+  index: KvIndex;
+  ingest: KvIngest;
+  registry: MetricsRegistry;
+  now: NowFn;
+  log: (line: string) => void;
+}
+
+interface OwnBooking {
+  worker: string;
+  dpRank: number;
+  prefillTokens: number;
+  blocks: number;
+}
+
+export class ReplicaSync {
+  readonly remote: RemoteBookings;
+  readonly #own = new Map<number, OwnBooking>();
+  readonly #o: Required<ReplicaSyncOptions>;
+  readonly #d: ReplicaSyncDeps;
+  readonly #connected;
+  readonly #published;
+  readonly #applied;
+  readonly #remoteGauge;
+  #lastBeat = -Infinity;
+  #words = new Uint32Array(512);
+
+  constructor(deps: ReplicaSyncDeps, options: ReplicaSyncOptions) {
+    this.#d = deps;
+    this.#o = { missedHeartbeats: 3, maxBookingsPerPeer: 10_000, ...options };
+    const reg = deps.registry;
+    this.#connected = reg.gauge("kvgate_sync_connected", "1 while this replica is connected to NATS (state sharing with other replicas)");
+    this.#published = reg.counter("kvgate_sync_published_total", "Messages this replica published to its peers, by kind (kv_batch, book, prefill, free, heartbeat, decision, dropped)");
+    this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
+    this.#remoteGauge = reg.gauge("kvgate_sync_remote_bookings", "Bookings other replicas hold, as this replica counts them in its cost");
+    this.#connected.set(undefined, 0);
+    this.#remoteGauge.set(undefined, 0);
+    this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer);
+    deps.bus.onStatus((up) => {
+      this.#connected.set(undefined, up ? 1 : 0);
+      if (up) this.#beat(deps.now());
+    });
+    deps.ingest.share = (w, dp, seq, payload) => this.#shareBatch(w, dp, seq, payload);
+    deps.bus.subscribe(`${BOOKINGS_PREFIX}.*`, (m) => this.#onBooking(m));
+    deps.bus.subscribe(`${DECISIONS_PREFIX}.*`, (m) => this.#onDecision(m));
+    deps.bus.consumeStream((m) => this.#onBatch(m));
+  }
+
+  get replicaId(): string {
+    return this.#o.replicaId;
+  }
+
+  // ---- this replica's state, published ---------------------------------------------------------------------
+
+  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number }): void {
+    if (this.#own.size < this.#o.maxBookingsPerPeer) this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks });
+    this.#sendBooking({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks });
+  }
+
+  prefillDone(b: { bookingId: number }): void {
+    const own = this.#own.get(b.bookingId);
+    if (own) own.prefillTokens = 0;
+    this.#sendBooking({ k: "prefill", r: this.#o.replicaId, id: b.bookingId });
+  }
+
+  freed(b: { bookingId: number }): void {
+    this.#own.delete(b.bookingId);
+    this.#sendBooking({ k: "free", r: this.#o.replicaId, id: b.bookingId });
+  }
+
+  /** Approximate mode recorded the prompt just hashed on (worker, rank): peers record the same sequence hashes. */
+  recorded(r: { worker: string; dpRank: number }): void {
+    const need = 2 * this.#d.index.lastBlocks;
+    if (need === 0) return;
+    if (this.#words.length < need) this.#words = new Uint32Array(need);
+    const n = this.#d.index.lastSequenceWordsInto(this.#words);
+    const bytes = new Uint8Array(this.#words.buffer, 0, 8 * n).slice();
+    this.#publish("decision", `${DECISIONS_PREFIX}.${this.#o.replicaId}`, bytes, { [HEADER_WORKER]: r.worker, [HEADER_RANK]: String(r.dpRank) });
+  }
+
+  /** Housekeeping from the gateway's tick: a heartbeat when due, and peers that missed too many lose their bookings. */
+  tick(now = this.#d.now()): void {
+    if (now - this.#lastBeat >= this.#o.heartbeatMs) this.#beat(now);
+    for (const peer of this.remote.expire(now, this.#o.heartbeatMs * this.#o.missedHeartbeats)) {
+      this.#d.log(`replica ${peer} missed ${this.#o.missedHeartbeats} heartbeats: its bookings no longer count`);
+    }
+    this.#remoteGauge.set(undefined, this.remote.size);
+  }
+
+  close(): Promise<void> {
+    this.#d.ingest.share = undefined;
+    return this.#d.bus.close();
+  }
+
+  #beat(now: number): void {
+    this.#lastBeat = now;
+    const list: BookingTuple[] = [];
+    for (const [id, b] of this.#own) list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks]);
+    this.#sendBooking({ k: "hb", r: this.#o.replicaId, list }, "heartbeat");
+  }
+
+  #sendBooking(m: BookingMessage, kind: string = m.k): void {
+    this.#publish(kind, `${BOOKINGS_PREFIX}.${this.#o.replicaId}`, encodeBooking(m));
+  }
+
+  #shareBatch(worker: string, dpRank: number, seq: number, payload: Uint8Array): void {
+    this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, Uint8Array.prototype.slice.call(payload), {
+      [HEADER_REPLICA]: this.#o.replicaId, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
+    });
+  }
+
+  #publish(kind: string, subject: string, data: Uint8Array, headers?: Record<string, string>): void {
+    try {
+      const sent = this.#d.bus.publish(subject, data, headers);
+      this.#published.inc({ kind: sent ? kind : "dropped" });
+    } catch (e) {
+      this.#published.inc({ kind: "dropped" });
+      this.#d.log(`replica sync: publishing on ${subject}: ${(e as Error).message}`);
+    }
+  }
+
+  // ---- peers' state, applied ------------------------------------------------------------------------------
+
+  #onBatch(m: SyncMessage): void {
+    if (m.header(HEADER_REPLICA) === this.#o.replicaId) return;
+    const worker = m.header(HEADER_WORKER);
+    const rank = Number(m.header(HEADER_RANK));
+    const seq = Number(m.header(HEADER_SEQ));
+    if (!worker || !Number.isInteger(rank) || rank < 0 || !Number.isInteger(seq) || seq < 0) {
+      this.#applied.inc({ kind: "invalid" });
+      return;
+    }
+    try {
+      const r = this.#d.ingest.ingestFromPeer(worker, rank, seq, m.data);
+      this.#applied.inc({ kind: r === "applied" ? "kv_batch" : r === "duplicate" ? "kv_duplicate" : "ignored" });
+    } catch (e) {
+      this.#applied.inc({ kind: "invalid" });
+      this.#d.log(`replica sync: a peer's KV batch of ${worker}: ${(e as Error).message}`);
+    }
+  }
+
+  #onBooking(m: SyncMessage): void {
+    let msg: BookingMessage;
+    try {
+      msg = decodeBooking(m.data);
+    } catch {
+      this.#applied.inc({ kind: "invalid" });
+      return;
+    }
+    if (msg.r === this.#o.replicaId || m.subject !== `${BOOKINGS_PREFIX}.${msg.r}`) return;
+    const now = this.#d.now();
+    const rb = this.remote;
+    const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b }, now)
+      : msg.k === "prefill" ? (rb.heard(msg.r, now), rb.prefillDone(msg.r, msg.id))
+      : msg.k === "free" ? (rb.heard(msg.r, now), rb.free(msg.r, msg.id))
+      : (rb.replace(msg.r, msg.list, now), true);
+    this.#applied.inc({ kind: !done ? "ignored" : msg.k === "hb" ? "heartbeat" : msg.k });
+    this.#remoteGauge.set(undefined, rb.size);
+  }
+
+  #onDecision(m: SyncMessage): void {
+    const peer = m.subject.slice(DECISIONS_PREFIX.length + 1);
+    if (peer === this.#o.replicaId) return;
+    const worker = m.header(HEADER_WORKER);
+    const rank = Number(m.header(HEADER_RANK));
+    const w = worker ? this.#d.router.workerEntry(worker) : undefined;
+    if (!w || w.kvEvents || !w.ranks.some((r) => r.dpRank === rank) || m.data.length % 8 !== 0) {
+      this.#applied.inc({ kind: "ignored" });
+      return;
+    }
+    try {
+      // A copy of its own: the client's data may be a view into a larger (Node Buffer) pool.
+      const words = new Uint32Array(m.data.length >>> 2);
+      new Uint8Array(words.buffer).set(m.data);
+      this.#d.index.recordSequenceWords(w.id, rank, words, this.#d.now(), this.#d.router.config.approxTtlMs);
+      this.#applied.inc({ kind: "decision" });
+    } catch (e) {
+      this.#applied.inc({ kind: "invalid" });
+      this.#d.log(`replica sync: recording a decision of ${peer} on ${worker}: ${(e as Error).message}`);
+    }
+  }
+}

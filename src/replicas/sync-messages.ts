@@ -1,0 +1,76 @@
+/**
+ * @module The wire format replicas share: subjects, KV-event headers and the booking messages (JSON), decoded
+ * defensively since any process on the NATS server may publish on these subjects.
+ */
+import { KvgateError } from "../core/errors.ts";
+
+export const EVENTS_PREFIX = "kvgate.events";
+export const BOOKINGS_PREFIX = "kvgate.bookings";
+export const DECISIONS_PREFIX = "kvgate.decisions";
+export const HEADER_REPLICA = "kvgate-replica";
+export const HEADER_WORKER = "kvgate-worker";
+export const HEADER_RANK = "kvgate-rank";
+export const HEADER_SEQ = "kvgate-seq";
+
+/** NATS subject tokens cannot hold dots, spaces or wildcards: worker ids (host:port) are escaped into one token. */
+export function subjectToken(s: string): string {
+  return s.replace(/[^A-Za-z0-9_-]/g, (c) => `~${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+export function validReplicaId(id: string): boolean {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(id);
+}
+
+/** A live booking as a heartbeat lists it: [booking id, worker, rank, prefill tokens still pending, blocks]. */
+export type BookingTuple = [number, string, number, number, number];
+
+export type BookingMessage =
+  | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number }
+  | { k: "prefill"; r: string; id: number }
+  | { k: "free"; r: string; id: number }
+  | { k: "hb"; r: string; list: BookingTuple[] };
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function encodeBooking(m: BookingMessage): Uint8Array {
+  return enc.encode(JSON.stringify(m));
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+const isName = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= 256;
+
+function bad(what: string): never {
+  throw new KvgateError("KVGATE_ERR_SYNC_MESSAGE", `replica booking message: ${what}`);
+}
+
+function tuple(t: unknown): BookingTuple {
+  if (!Array.isArray(t) || t.length !== 5 || !isCount(t[0]) || !isName(t[1]) || !isCount(t[2]) || !isCount(t[3]) || !isCount(t[4])) bad("bad booking in a heartbeat");
+  return t as BookingTuple;
+}
+
+/** Throws KVGATE_ERR_SYNC_MESSAGE for anything that is not a well-formed message of this version. */
+export function decodeBooking(data: Uint8Array): BookingMessage {
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(dec.decode(data)) as Record<string, unknown>;
+  } catch {
+    return bad("not JSON");
+  }
+  if (m === null || typeof m !== "object" || !isName(m.r)) return bad("no replica");
+  const r = m.r;
+  switch (m.k) {
+    case "book":
+      if (!isCount(m.id) || !isName(m.w) || !isCount(m.dp) || !isCount(m.p) || !isCount(m.b)) bad("bad book");
+      return { k: "book", r, id: m.id as number, w: m.w as string, dp: m.dp as number, p: m.p as number, b: m.b as number };
+    case "prefill":
+    case "free":
+      if (!isCount(m.id)) bad(`bad ${m.k}`);
+      return { k: m.k, r, id: m.id as number };
+    case "hb":
+      if (!Array.isArray(m.list)) bad("bad heartbeat");
+      return { k: "hb", r, list: (m.list as unknown[]).map(tuple) };
+    default:
+      return bad(`unknown kind ${JSON.stringify(m.k)}`);
+  }
+}

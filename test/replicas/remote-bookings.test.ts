@@ -1,0 +1,54 @@
+/** @module RemoteBookings alone: per-rank totals, the per-peer cap, heartbeat snapshots and expiry, on an injected clock. */
+import { describe, expect, it } from "vitest";
+import type { RemoteLoad } from "../../src/routing/rank-load.ts";
+import { RemoteBookings } from "../../src/replicas/remote-bookings.ts";
+import { decodeBooking, encodeBooking, subjectToken } from "../../src/replicas/sync-messages.ts";
+
+function table(maxPerPeer = 3) {
+  const loads = new Map<string, RemoteLoad>();
+  const rb = new RemoteBookings((w, dp, l) => loads.set(`${w}/${dp}`, l), maxPerPeer);
+  return { rb, loads };
+}
+
+describe("remote bookings", () => {
+  it("should sum a peer's bookings per rank, drop the prefill at its first token and free exactly once", () => {
+    const { rb, loads } = table();
+    expect(rb.book("a", 1, { worker: "w1", dpRank: 0, prefillTokens: 100, blocks: 6 }, 0)).toBe(true);
+    expect(rb.book("a", 2, { worker: "w1", dpRank: 0, prefillTokens: 50, blocks: 3 }, 0)).toBe(true);
+    expect(loads.get("w1/0")).toEqual({ requests: 2, prefillTokens: 150, blocks: 9 });
+    expect(rb.prefillDone("a", 1)).toBe(true);
+    expect(rb.prefillDone("a", 1)).toBe(false);
+    expect(loads.get("w1/0")).toEqual({ requests: 2, prefillTokens: 50, blocks: 9 });
+    expect(rb.free("a", 2)).toBe(true);
+    expect(rb.free("a", 2)).toBe(false);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 6 });
+  });
+
+  it("should cap bookings per peer, replace them from a heartbeat, and expire a silent peer", () => {
+    const { rb, loads } = table(2);
+    rb.book("a", 1, { worker: "w1", dpRank: 0, prefillTokens: 10, blocks: 1 }, 0);
+    rb.book("a", 2, { worker: "w1", dpRank: 0, prefillTokens: 10, blocks: 1 }, 0);
+    expect(rb.book("a", 3, { worker: "w1", dpRank: 0, prefillTokens: 10, blocks: 1 }, 0)).toBe(false);
+    expect(rb.refused).toBe(1);
+    rb.replace("a", [[2, "w1", 0, 0, 1], [4, "w2", 1, 5, 2]], 100);
+    expect(rb.size).toBe(2);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 1 });
+    expect(loads.get("w2/1")).toEqual({ requests: 1, prefillTokens: 5, blocks: 2 });
+    rb.book("b", 1, { worker: "w2", dpRank: 1, prefillTokens: 0, blocks: 4 }, 500);
+    expect(rb.expire(400, 300)).toEqual([]);
+    expect(rb.expire(401, 300)).toEqual(["a"]);
+    expect(rb.size).toBe(1);
+    expect(loads.get("w1/0")).toEqual({ requests: 0, prefillTokens: 0, blocks: 0 });
+    expect(loads.get("w2/1")).toEqual({ requests: 1, prefillTokens: 0, blocks: 4 });
+  });
+
+  it("should round-trip booking messages and refuse malformed ones with a typed error", () => {
+    const m = { k: "book", r: "r1", id: 7, w: "10.0.0.5:8000", dp: 0, p: 12, b: 3 } as const;
+    expect(decodeBooking(encodeBooking(m))).toEqual(m);
+    expect(decodeBooking(encodeBooking({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3]] }))).toEqual({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3]] });
+    for (const bad of ["{", '{"k":"book","r":"r1","id":-1,"w":"w","dp":0,"p":0,"b":0}', '{"k":"nope","r":"r1"}', '{"k":"hb","r":"r1","list":[[1,"w"]]}']) {
+      expect(() => decodeBooking(new TextEncoder().encode(bad))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
+    }
+    expect(subjectToken("10.0.0.5:8000")).toBe("10~2e0~2e0~2e5~3a8000");
+  });
+});
