@@ -63,8 +63,10 @@ export class HttpPushSink implements KvEventSink {
   constructor(options: HttpPushSinkOptions) {
     this.#o = {
       dpRank: 0, encoding: "array", flushIntervalMs: 10, maxBatchEvents: 512, maxQueueBatches: 1024, retryDelayMs: 100, requestTimeoutMs: 5000,
-      ...options,
-      // An option passed as undefined (startSimServer forwards its own) must not erase a default.
+      // An option passed as undefined (startSimServer and `kvgate sim` forward theirs) must not erase a default: an
+      // undefined flushIntervalMs made the seal timer NaN, so `kvgate sim --events-url` never sent a batch.
+      ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+      workerId: options.workerId, url: options.url,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis), clock: options.clock ?? realClock(),
     };
     this.#sequencer = new KvBatchSequencer({ workerId: this.#o.workerId, dpRank: this.#o.dpRank, encoding: this.#o.encoding });
