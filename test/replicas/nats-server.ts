@@ -1,25 +1,14 @@
 /** @module A real nats-server (Debian's `nats-server`, JetStream on) on a random loopback port, for the replica tests. */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../conformance/processes.ts";
 
 export const natsServerPath: string | undefined = (() => {
   const r = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
   return r.status === 0 ? r.stdout.trim() : undefined;
 })();
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export class NatsServer {
   #proc: ChildProcess | undefined;
