@@ -123,7 +123,7 @@ export class Selector {
     let chosen = run(n, isl, p.overlapWeight, p.temperature, this.rand());
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
     if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
-    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run, promptBlocks);
+    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run, promptBlocks, keys);
     const costCol = base + ScoreCol.cost * stride;
     const overlapBlocks = f64[overlapCol + chosen]!;
     return {
@@ -166,7 +166,8 @@ export class Selector {
    * applies (smallest tree, then the random draw).
    */
   #breakTies(ranks: readonly RankState[], f64: Float64Array, base: number, stride: number, chosen: number, isl: number,
-    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number, promptBlocks: number): number {
+    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number, promptBlocks: number,
+    keys: Uint32Array | undefined): number {
     const costCol = base + ScoreCol.cost * stride, treeCol = base + ScoreCol.tree * stride, overlapCol = base + ScoreCol.overlap * stride;
     const min = f64[costCol + chosen]!;
     let ties = 0, cold = true;
@@ -176,7 +177,7 @@ export class Selector {
       if (f64[overlapCol + i] !== 0) cold = false;
     }
     if (ties < 2) return chosen;
-    if (cold && promptBlocks > 0) return this.#rendezvous(ranks, f64, costCol, min, promptBlocks);
+    if (cold && promptBlocks > 0) return this.#rendezvous(ranks, f64, costCol, min, keys ?? this.#readKeys(promptBlocks));
     for (let i = 0; i < ranks.length; i++) if (f64[costCol + i] === min) f64[treeCol + i] = this.index.treeSizeOfSlot(ranks[i]!.slot);
     const again = run(ranks.length, isl, weight, 0, this.rand());
     if (again < 0 || again >= ranks.length) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${again}`);
@@ -184,8 +185,8 @@ export class Selector {
   }
 
   /** The tied rank with the highest hash of (first block's sequence hash, worker id, dp rank). */
-  #rendezvous(ranks: readonly RankState[], f64: Float64Array, costCol: number, min: number, promptBlocks: number): number {
-    const keys = this.#readKeys(promptBlocks);
+  /** `keys`: the prompt's sequence hashes as (lo, hi) words, read once per selection. */
+  #rendezvous(ranks: readonly RankState[], f64: Float64Array, costCol: number, min: number, keys: Uint32Array): number {
     const lo = keys[0]!, hi = keys[1]!;
     let best = -1, bestWeight = -1;
     for (let i = 0; i < ranks.length; i++) {

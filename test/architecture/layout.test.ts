@@ -3,7 +3,7 @@
  * runtime-specific modules or globals, and no src/ file imports itself back through others.
  */
 import { describe, expect, it } from "vitest";
-import { importCycles, importGraph, parseSource, sourceFiles, stripComments, type SourceFile } from "./source-graph.ts";
+import { importCycles, importGraph, parseSource, sourceFiles, type SourceFile } from "./source-graph.ts";
 
 /** Where runtime-specific code may live: the adapters, and the loader that reads the .wasm file from disk. */
 const MAY_TOUCH_RUNTIME = [/^src\/adapter\/(node|bun|deno|workerd)\//, /^src\/wasm\/module-[a-z]+\.ts$/];
@@ -11,8 +11,8 @@ const RUNTIME_MODULES = [/^node:/, /^(zeromq|@hono\/node-server|@nats-io\/transp
 /** A runtime global read (process.env, Deno.serve, Bun.file, globalThis.process.x, Buffer.from, __dirname). */
 const RUNTIME_GLOBAL = /(?:(?<![\w$.])|globalThis\s*\.\s*)(?:(process|Deno|Bun|Buffer)\s*[.[]|(__dirname|__filename)\b)/;
 
-/** String literals blanked, so "process" inside a message is not a use. */
-const codeOnly = (text: string): string => stripComments(text).replace(/(["'`])(?:\\.|(?!\1)[^\\\n])*\1/g, '""');
+/** String literals blanked (comments are already gone from a SourceFile's text), so "process" in a message is not a use. */
+const codeOnly = (text: string): string => text.replace(/(["'`])(?:\\.|(?!\1)[^\\\n])*\1/g, '""');
 
 function runtimeViolations(files: SourceFile[]): string[] {
   const out: string[] = [];

@@ -18,7 +18,7 @@ export interface SourceFile {
 const SPECIFIER = /(?:^|[^\w.$])(?:import|export)\s*(?:type\s+)?(?:[\w*{}\s,$]+?\s+from\s+)?["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']\s*\)/g;
 
 /** Comments removed, so a specifier or a global named in prose is not counted; string contents kept. */
-export function stripComments(text: string): string {
+function stripComments(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, (m) => m.replace(/[^\n]/g, " ")).replace(/(^|[^:"'`\\])\/\/[^\n]*/g, "$1");
 }
 
