@@ -10,6 +10,7 @@ import { notFoundResponse, toErrorResponse } from "./http-errors.ts";
 import { routePlanRoutes } from "./route-plans.ts";
 import { routePreviewHandler } from "./route-preview.ts";
 import { adminRoutes } from "./routes-admin.ts";
+import { statsRoutes } from "./routes-stats.ts";
 
 export interface AppHooks {
   /** Runs housekeeping when it is due; a returned promise is background work (health probes). */
@@ -37,7 +38,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
     const p = hooks.maybeTick();
     if (p) keepAlive(c, p);
     await next();
-    if (c.req.path.startsWith("/v1/")) gw.metrics.requests.inc({ endpoint: c.req.routePath, code: c.res.status });
+    if (c.req.path.startsWith("/v1/")) gw.metrics.answered(c.req.routePath, c.res.status);
   });
 
   app.get("/health", (c) => c.json({ status: "ok" }));
@@ -56,5 +57,6 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   app.post("/v1/route", limit, routePreviewHandler(gw));
   app.route("/v1/route", routePlanRoutes(gw));
   app.route("/admin", adminRoutes(gw));
+  app.route("/", statsRoutes(gw, () => []));
   return app;
 }

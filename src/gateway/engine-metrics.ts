@@ -72,6 +72,11 @@ export class EngineMetricsScraper {
     return this.#workers.get(worker)?.stale ?? false;
   }
 
+  /** The last sample scraped for a rank (undefined before the first, or with scraping off), for /v1/stats. */
+  lastSample(worker: string, dpRank: number): Readonly<EngineSample> | undefined {
+    return this.#workers.get(worker)?.last.get(dpRank);
+  }
+
   /** Marks workers stale whose last good scrape is too old, then scrapes the due ones; resolves when done. */
   scrape(): Promise<void> | undefined {
     if (!this.enabled) return undefined;

@@ -6,7 +6,9 @@ import type { KvIndex } from "../core/kv-index.ts";
 import type { IngestTotals } from "../events/index.ts";
 import type { FreeReason, RouteSignals, RouterSnapshot } from "../routing/index.ts";
 import type { ZmqConnectionCounters } from "../events/kv-event-transport.ts";
+import { performanceNow, type NowFn } from "../routing/clock.ts";
 import { exponentialBuckets, MetricsRegistry, type Counter } from "./metrics-registry.ts";
+import { StatsTimeline, type TimelineOptions } from "./stats-timeline.ts";
 
 /** Whose hit rate a measurement is: the base model and the adapter ("" for none); both bounded by the fleet's configuration. */
 export interface HitScope {
@@ -75,7 +77,11 @@ export class GatewayMetrics {
   readonly plansOpen = this.registry.gauge("kvgate_route_plans_open", "Two-phase plans open (booked, not yet completed, cancelled or expired)");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 
-  constructor() {
+  /** The same observations per interval, for /v1/stats and the dashboard. */
+  readonly timeline: StatsTimeline;
+
+  constructor(now: NowFn = performanceNow, timeline?: TimelineOptions) {
+    this.timeline = new StatsTimeline(now, timeline);
     // Counters exist at 0 from the start so dashboards and rate() see them before the first event.
     for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
     for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
@@ -93,6 +99,7 @@ export class GatewayMetrics {
   }
 
   routed(s: RouteSignals, tokenizeMs: number, scope?: HitScope): void {
+    this.timeline.routed(s.requestTokens, s.cachedTokens, s.queueDepth);
     this.predictedHit.observe(undefined, s.predictedHitRate);
     this.predictedCached.inc(undefined, s.cachedTokens);
     if (scope) {
@@ -117,12 +124,31 @@ export class GatewayMetrics {
     if (typeof cached === "number") {
       this.cachedTokens.inc(undefined, cached);
       this.actualHit.observe(undefined, Math.min(1, cached / prompt));
+      this.timeline.reported(prompt, cached);
       if (scope) {
         const l = scopeLabels(scope, "reported");
         this.scopePrompt.inc(l, prompt);
         this.scopeCached.inc(l, Math.min(prompt, cached));
       }
     }
+  }
+
+  /** A stream's first generated token forwarded, `seconds` after the request arrived. */
+  firstToken(seconds: number): void {
+    this.ttft.observe(undefined, seconds);
+    this.timeline.firstToken(seconds * 1000);
+  }
+
+  /** A stream's average gap between generated tokens. */
+  interToken(seconds: number): void {
+    this.itl.observe(undefined, seconds);
+    this.timeline.interToken(seconds * 1000);
+  }
+
+  /** A /v1/ request answered (the request counter, and rejections and errors per interval). */
+  answered(endpoint: string, status: number): void {
+    this.requests.inc({ endpoint, code: status });
+    this.timeline.answered(status);
   }
 
   /** Last absolute value of each synced source counter, so counters only ever grow by the difference. */

@@ -74,7 +74,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     approxTtlMs: r.approxTtlMs,
   });
   const ops = config.ops;
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(now);
   // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
   let health: WorkerHealthMonitor | undefined;
   let sync: ReplicaSync | undefined;

@@ -150,7 +150,7 @@ export class SseRelay {
         this.#cur.handle.firstToken();
         if (this.#tokens === 0) {
           this.#firstTokenAt = now;
-          this.gw.metrics.ttft.observe(undefined, (now - this.ex.arrivedAt) / 1000);
+          this.gw.metrics.firstToken((now - this.ex.arrivedAt) / 1000);
         }
       }
       if (info.text.length > 0 || info.unmigratable) {
@@ -173,7 +173,7 @@ export class SseRelay {
     const m = this.gw.metrics;
     const now = this.gw.fineNow();
     m.duration.observe({ endpoint: this.ex.endpoint }, (now - this.ex.arrivedAt) / 1000);
-    if (this.#tokens > 1) m.itl.observe(undefined, (this.#lastTokenAt - this.#firstTokenAt) / (this.#tokens - 1) / 1000);
+    if (this.#tokens > 1) m.interToken((this.#lastTokenAt - this.#firstTokenAt) / (this.#tokens - 1) / 1000);
   }
 
   #recordUsage(): void {

@@ -1,0 +1,129 @@
+/**
+ * @module The body of GET /v1/stats: the fleet's live state (per worker and rank: health, load, cache usage, remote
+ * load), the KV-event ingest totals, the per-interval time series and the last decisions with every candidate.
+ * Read from the gateway's own objects — nothing here parses the Prometheus text.
+ */
+import type { DecisionRecord } from "../routing/decision-record.ts";
+import type { RankLoadSnapshot } from "../routing/index.ts";
+import type { GatewayState } from "./gateway-state.ts";
+import type { TimelineSeries } from "./stats-timeline.ts";
+
+/** Decisions the stats carry at most (the table shows the newest first). */
+export const MAX_STATS_DECISIONS = 50;
+
+export interface RankStats {
+  dp_rank: number;
+  active_requests: number;
+  active_blocks: number;
+  active_prefill_tokens: number;
+  total_kv_blocks: number | null;
+  /** 0..1: the engine's own KV-cache usage when scraped, else the router's active blocks / total_kv_blocks, else null. */
+  cache_usage: number | null;
+  cache_usage_source: "engine" | "router" | null;
+  engine: { running: number; waiting: number } | null;
+  remote: { requests: number; prefill_tokens: number; blocks: number };
+}
+
+export interface WorkerStats {
+  id: string;
+  url: string;
+  role: string;
+  models: readonly string[];
+  health: string;
+  unreachable: boolean;
+  circuit: string | null;
+  kv_events: boolean;
+  /** Its index view is incomplete (lost KV events not yet rebuilt). */
+  cold: boolean;
+  engine_metrics_stale: boolean;
+  ranks: RankStats[];
+}
+
+export interface DecisionStats {
+  at: number;
+  request_id: string;
+  model: string;
+  worker: string;
+  dp_rank: number;
+  via: string;
+  overlap_blocks: number;
+  prompt_blocks: number;
+  predicted_hit_rate: number;
+  cost: number;
+  candidates: { worker: string; dp_rank: number; overlap_blocks: number; prefill_tokens: number; decode_blocks: number; active_overlap_blocks: number; cost: number; chosen: boolean }[];
+}
+
+export interface StatsBody {
+  object: "kvgate.stats";
+  /** The gateway clock (ms) the stats were read at; series times are on the same clock. */
+  now: number;
+  interval_ms: number;
+  window_ms: number;
+  workers: WorkerStats[];
+  router: { queue_depth: number; live_bookings: number; open_plans: number; sessions: number; index_entries: number };
+  kv_events: { streams: number; cold_streams: number; replaying: number; events: number; gaps: number; cold_marks: number; restarts: number; dropped: number };
+  series: TimelineSeries;
+  decisions: DecisionStats[];
+}
+
+function rankStats(gw: GatewayState, r: RankLoadSnapshot): RankStats {
+  const engine = gw.engineMetrics.lastSample(r.worker, r.dpRank);
+  const total = r.totalKvBlocks ?? null;
+  let usage: number | null = null;
+  let source: RankStats["cache_usage_source"] = null;
+  if (engine?.kvUsage !== undefined) {
+    usage = engine.kvUsage;
+    source = "engine";
+  } else if (total) {
+    usage = Math.min(1, r.activeBlocks / total);
+    source = "router";
+  }
+  return {
+    dp_rank: r.dpRank, active_requests: r.activeRequests, active_blocks: r.activeBlocks, active_prefill_tokens: r.activePrefillTokens,
+    total_kv_blocks: total, cache_usage: usage, cache_usage_source: source,
+    engine: engine ? { running: engine.running, waiting: engine.waiting } : null,
+    remote: { requests: r.remote.requests, prefill_tokens: r.remote.prefillTokens, blocks: r.remote.blocks },
+  };
+}
+
+export function decisionStats(d: DecisionRecord): DecisionStats {
+  const s = d.signals;
+  return {
+    at: d.at, request_id: s.requestId, model: d.model, worker: s.worker, dp_rank: s.dpRank, via: s.via,
+    overlap_blocks: s.overlapBlocks, prompt_blocks: s.promptBlocks, predicted_hit_rate: s.predictedHitRate, cost: s.cost,
+    candidates: d.candidates.map((c) => ({
+      worker: c.worker, dp_rank: c.dpRank, overlap_blocks: c.overlapBlocks, prefill_tokens: c.prefillTokens, decode_blocks: c.decodeBlocks,
+      active_overlap_blocks: c.activeOverlapBlocks, cost: c.cost, chosen: c.worker === s.worker && c.dpRank === s.dpRank,
+    })),
+  };
+}
+
+/** The stats now; `since` limits the series to intervals starting at or after it (incremental polling). */
+export function buildStats(gw: GatewayState, opts: { since?: number; decisions: readonly DecisionRecord[] }): StatsBody {
+  const snap = gw.router.snapshot();
+  const ingest = gw.ingest.hub.counters();
+  const tl = gw.metrics.timeline;
+  tl.queueDepth(snap.queueDepth);
+  tl.sampleIngest({ events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, coldStreams: ingest.coldStreams });
+  const byWorker = new Map<string, RankLoadSnapshot[]>();
+  for (const r of snap.ranks) byWorker.set(r.worker, [...(byWorker.get(r.worker) ?? []), r]);
+  const workers = gw.fleet.list().map((w): WorkerStats => {
+    const ranks = byWorker.get(w.id) ?? [];
+    return {
+      id: w.id, url: w.url, role: w.role, models: w.models, health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id),
+      circuit: gw.health.circuitState(w.id) ?? null, kv_events: w.kvEvents, cold: gw.ingest.hub.isCold(w.id),
+      engine_metrics_stale: gw.engineMetrics.isStale(w.id), ranks: ranks.map((r) => rankStats(gw, r)),
+    };
+  });
+  const dropped = ingest.droppedBlockSize + ingest.droppedTokenCount + ingest.droppedTier + ingest.droppedGroup + ingest.droppedExtraKeys + ingest.droppedLora;
+  return {
+    object: "kvgate.stats", now: gw.now(), interval_ms: tl.options.intervalMs, window_ms: tl.windowMs, workers,
+    router: { queue_depth: snap.queueDepth, live_bookings: snap.liveBookings, open_plans: snap.openPlans, sessions: snap.sessions, index_entries: gw.index.stats().entries },
+    kv_events: {
+      streams: ingest.streams, cold_streams: ingest.coldStreams, replaying: ingest.replaying,
+      events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, cold_marks: ingest.coldMarks, restarts: ingest.restarts, dropped,
+    },
+    series: tl.series(opts.since),
+    decisions: opts.decisions.slice(-MAX_STATS_DECISIONS).reverse().map(decisionStats),
+  };
+}
