@@ -83,7 +83,10 @@ export class StatsTimeline {
     const t = Math.floor(this.now() / step) * step;
     const last = this.#ring.at(-1);
     if (last && last.t >= t) return last;
-    const from = last && t - last.t <= this.windowMs ? last.t + step : t;
+    const recent = last !== undefined && t - last.t < this.windowMs;
+    // Quiet for the whole window: nothing kept is still in it.
+    if (!recent) this.#ring.length = 0;
+    const from = recent ? last.t + step : t;
     for (let x = from; x <= t; x += step) this.#ring.push(emptyBucket(x));
     if (this.#ring.length > this.options.buckets) this.#ring.splice(0, this.#ring.length - this.options.buckets);
     return this.#ring.at(-1)!;
