@@ -20,6 +20,7 @@ import { WorkerHealthMonitor } from "./worker-health.ts";
 import type { SyncBusFactory } from "../replicas/sync-bus.ts";
 import type { ReplicaSync } from "../replicas/replica-sync.ts";
 import { startReplicaSync } from "./replica-setup.ts";
+import { sampleTimeline } from "./stats-snapshot.ts";
 
 export interface GatewayHost {
   /** Reads local tokenizer files (Node, Bun, Deno); without it only http(s) tokenizer sources load. */
@@ -138,6 +139,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     lastTick = now();
     router.tick();
     sync?.tick();
+    sampleTimeline(state);
     const work = [health!.probe(), engineMetrics.scrape()].filter((p) => p !== undefined);
     return work.length === 0 ? undefined : Promise.all(work).then(() => undefined);
   };

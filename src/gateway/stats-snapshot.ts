@@ -98,13 +98,19 @@ export function decisionStats(d: DecisionRecord): DecisionStats {
   };
 }
 
+/** Feeds the timeline what it samples rather than observes: queue depth and the ingest counters (on each tick and read). */
+export function sampleTimeline(gw: GatewayState): void {
+  const ingest = gw.ingest.hub.counters();
+  gw.metrics.timeline.queueDepth(gw.router.queueDepth);
+  gw.metrics.timeline.sampleIngest({ events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, coldStreams: ingest.coldStreams });
+}
+
 /** The stats now; `since` limits the series to intervals starting at or after it (incremental polling). */
 export function buildStats(gw: GatewayState, opts: { since?: number; decisions: readonly DecisionRecord[] }): StatsBody {
   const snap = gw.router.snapshot();
+  sampleTimeline(gw);
   const ingest = gw.ingest.hub.counters();
   const tl = gw.metrics.timeline;
-  tl.queueDepth(snap.queueDepth);
-  tl.sampleIngest({ events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, coldStreams: ingest.coldStreams });
   const byWorker = new Map<string, RankLoadSnapshot[]>();
   for (const r of snap.ranks) byWorker.set(r.worker, [...(byWorker.get(r.worker) ?? []), r]);
   const workers = gw.fleet.list().map((w): WorkerStats => {
