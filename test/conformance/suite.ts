@@ -243,6 +243,34 @@ export function conformanceSuite(runtime: RuntimeName): void {
       expect(m).toMatch(/kvgate_routing_overhead_ms_count\{phase="tokenize"\} \d+/);
     });
 
+    it("should answer /v1/stats behind the admin token, with the fleet and the decisions' time series", async () => {
+      const none = await fetch(url("/v1/stats"));
+      expect(none.status).toBe(401);
+      expect((await none.json()).error.code).toBe("KVGATE_ERR_UNAUTHORIZED");
+      const res = await fetch(url("/v1/stats"), { headers: admin });
+      expect(res.status).toBe(200);
+      const s = await res.json();
+      expect(s.object).toBe("kvgate.stats");
+      expect(s.workers.map((w: { id: string }) => w.id).sort()).toEqual(["A", "B", "C", "V"]);
+      expect(s.workers[0].ranks[0]).toHaveProperty("active_blocks");
+      // Every completion so far was routed by this state (on workerd-pool by the pool object, through /v1/route).
+      expect(s.series.requests.reduce((a: number, b: number) => a + b, 0)).toBeGreaterThan(0);
+      expect(s.series.predicted_hit_rate.some((v: number | null) => v !== null)).toBe(true);
+      const since = s.series.t.at(-1);
+      expect((await (await fetch(url(`/v1/stats?since=${since}`), { headers: admin })).json()).series.t).toEqual([since]);
+    });
+
+    it("should serve the dashboard page with its script and charts inline", async () => {
+      const res = await fetch(url("/dashboard"));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+      const html = await res.text();
+      for (const id of ["chart-hit", "chart-ttft", "chart-itl", "chart-queue", "chart-kv", "workers", "decisions"]) expect(html).toContain(`id="${id}"`);
+      // The bundled client with uPlot: tens of kilobytes of inline script, nothing loaded from elsewhere.
+      expect(/<script>([\s\S]*)<\/script>/.exec(html)?.[1]?.length ?? 0).toBeGreaterThan(30_000);
+      expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)="(?!data:)/);
+    });
+
     it("should cancel the worker's request and free the booking when the client goes away", async () => {
       await setHealth("A", "draining");
       await setHealth("B", "draining");
