@@ -32,4 +32,8 @@ export const BENCHES: Record<string, { about: string; load: () => Promise<BenchM
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),
   },
+  dashboard: {
+    about: "gateway throughput while /v1/stats is polled at the dashboard's rate and while the real page is open in headless Chromium, vs nobody watching (issue 17)",
+    load: () => import("./dashboard.ts"),
+  },
 };
