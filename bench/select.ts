@@ -139,6 +139,7 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?
     if (inflight.length % 2 === 0) out.handle.firstToken();
     if (inflight.length > window) inflight.shift()!.finish();
   }
+  if (capture && last === undefined) throw new Error("the decision sink was never told");
   // Cross-checks: index.route alone, and the copy of the sequence hashes the selector makes, on the same prompts.
   const alone = new Float64Array(a.requests), copy = new Float64Array(a.requests);
   const seqOut = new Uint32Array(2 * (Math.ceil(a.tokens / a.blockSize) + 1));
@@ -165,7 +166,7 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?
     selectP50Us: p(select, 50), selectP99Us: p(select, 99), selectMeanUs: sumSel / a.requests,
     wasmInlineP50Us: p(wasm, 50), wasmAloneP50Us: p(alone, 50), wasmAloneP99Us: p(alone, 99),
     outsideWasmShareMean: 1 - sumWasm / sumSel, outsideWasmShareP50: 1 - p(wasm, 50) / p(select, 50),
-    seqHashCopyP50Us: p(copy, 50), meanOverlapBlocks: overlapSum / a.requests + (last === undefined ? 0 : 0),
+    seqHashCopyP50Us: p(copy, 50), meanOverlapBlocks: overlapSum / a.requests,
   };
 }
 
