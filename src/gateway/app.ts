@@ -57,6 +57,6 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   app.post("/v1/route", limit, routePreviewHandler(gw));
   app.route("/v1/route", routePlanRoutes(gw));
   app.route("/admin", adminRoutes(gw));
-  app.route("/", statsRoutes(gw, () => []));
+  app.route("/", statsRoutes(gw));
   return app;
 }

@@ -9,7 +9,6 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { KvgateError } from "../core/errors.ts";
 import { dashboardResponse } from "../dashboard/dashboard-page.ts";
-import type { DecisionRecord } from "../routing/decision-record.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { buildStats } from "./stats-snapshot.ts";
 
@@ -24,14 +23,13 @@ function parseSince(v: string | undefined): number | undefined {
   return n;
 }
 
-/** `recentDecisions` gives the newest decisions last (the gateway's bounded decision ring). */
-export function statsRoutes(gw: GatewayState, recentDecisions: () => readonly DecisionRecord[]): Hono {
+export function statsRoutes(gw: GatewayState): Hono {
   const app = new Hono();
   const token = gw.config.adminToken;
   const auth = token ? bearerAuth({ token }) : open;
   app.get("/v1/stats", auth, (c) => {
     const since = parseSince(c.req.query("since"));
-    return c.json(buildStats(gw, { since, decisions: recentDecisions() }), 200, { "cache-control": "no-store" });
+    return c.json(buildStats(gw, { since }), 200, { "cache-control": "no-store" });
   });
   app.get("/dashboard", (c) => dashboardResponse(c.req.header("if-none-match")));
   return app;

@@ -63,6 +63,8 @@ export interface StatsBody {
   router: { queue_depth: number; live_bookings: number; open_plans: number; sessions: number; index_entries: number };
   kv_events: { streams: number; cold_streams: number; replaying: number; events: number; gaps: number; cold_marks: number; restarts: number; dropped: number };
   series: TimelineSeries;
+  /** Decisions made since start; `decisions` holds the newest (newest first, at most MAX_STATS_DECISIONS). */
+  decisions_total: number;
   decisions: DecisionStats[];
 }
 
@@ -91,9 +93,9 @@ export function decisionStats(d: DecisionRecord): DecisionStats {
   return {
     at: d.at, request_id: s.requestId, model: d.model, worker: s.worker, dp_rank: s.dpRank, via: s.via,
     overlap_blocks: s.overlapBlocks, prompt_blocks: s.promptBlocks, predicted_hit_rate: s.predictedHitRate, cost: s.cost,
-    candidates: d.candidates.map((c) => ({
+    candidates: d.candidates.map((c, i) => ({
       worker: c.worker, dp_rank: c.dpRank, overlap_blocks: c.overlapBlocks, prefill_tokens: c.prefillTokens, decode_blocks: c.decodeBlocks,
-      active_overlap_blocks: c.activeOverlapBlocks, cost: c.cost, chosen: c.worker === s.worker && c.dpRank === s.dpRank,
+      active_overlap_blocks: c.activeOverlapBlocks, cost: c.cost, chosen: d.chosen !== undefined ? i === d.chosen : c.worker === s.worker && c.dpRank === s.dpRank,
     })),
   };
 }
@@ -106,7 +108,7 @@ export function sampleTimeline(gw: GatewayState): void {
 }
 
 /** The stats now; `since` limits the series to intervals starting at or after it (incremental polling). */
-export function buildStats(gw: GatewayState, opts: { since?: number; decisions: readonly DecisionRecord[] }): StatsBody {
+export function buildStats(gw: GatewayState, opts: { since?: number } = {}): StatsBody {
   const snap = gw.router.snapshot();
   sampleTimeline(gw);
   const ingest = gw.ingest.hub.counters();
@@ -130,6 +132,7 @@ export function buildStats(gw: GatewayState, opts: { since?: number; decisions: 
       events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, cold_marks: ingest.coldMarks, restarts: ingest.restarts, dropped,
     },
     series: tl.series(opts.since),
-    decisions: opts.decisions.slice(-MAX_STATS_DECISIONS).reverse().map(decisionStats),
+    decisions_total: gw.decisions.total,
+    decisions: gw.decisions.recent(MAX_STATS_DECISIONS).map(decisionStats),
   };
 }

@@ -84,6 +84,18 @@ describe("GET /v1/stats", () => {
     expect(s.kv_events.streams).toBeGreaterThanOrEqual(1);
     expect(s.series.kv_events_per_s[0]).toBeGreaterThan(0);
     expect(s.router.index_entries).toBeGreaterThan(0);
+    // The decisions, newest first, each with both workers weighed and the chosen one marked.
+    expect(s.decisions_total).toBe(3);
+    expect(s.decisions).toHaveLength(3);
+    expect(s.decisions[0]!.at).toBe(102_000);
+    for (const d of s.decisions) {
+      expect(d).toMatchObject({ model: SIM_MODEL, via: "scored" });
+      expect(d.candidates.map((c) => c.worker).sort()).toEqual(["sim-0", "sim-1"]);
+      expect(d.candidates.filter((c) => c.chosen).map((c) => c.worker)).toEqual([d.worker]);
+    }
+    // The last two found the prompt cached on the worker the first one went to.
+    expect(s.decisions[0]!.overlap_blocks).toBeGreaterThan(0);
+    expect(s.decisions[0]!.worker).toBe(s.decisions[2]!.worker);
     // The scrape reported the engine's own KV usage for every rank.
     for (const w of s.workers) expect(w.ranks[0]).toMatchObject({ cache_usage_source: "engine", engine: { running: 0, waiting: 0 } });
   });
