@@ -107,7 +107,7 @@ export function sampleTimeline(gw: GatewayState): void {
   gw.metrics.timeline.sampleIngest({ events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, coldStreams: ingest.coldStreams });
 }
 
-/** The stats now; `since` limits the series to intervals starting at or after it (incremental polling). */
+/** The stats now; `since` limits the series to intervals starting at or after it, and the decisions to those made since (incremental polling). */
 export function buildStats(gw: GatewayState, opts: { since?: number } = {}): StatsBody {
   const snap = gw.router.snapshot();
   sampleTimeline(gw);
@@ -133,6 +133,7 @@ export function buildStats(gw: GatewayState, opts: { since?: number } = {}): Sta
     },
     series: tl.series(opts.since),
     decisions_total: gw.decisions.total,
-    decisions: gw.decisions.recent(MAX_STATS_DECISIONS).map(decisionStats),
+    // An incremental poll already holds the older decisions: only those made since its interval start are sent.
+    decisions: gw.decisions.recent(MAX_STATS_DECISIONS).filter((d) => opts.since === undefined || d.at >= opts.since).map(decisionStats),
   };
 }

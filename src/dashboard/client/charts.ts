@@ -29,7 +29,7 @@ export interface ChartSpec {
 export const CHARTS: readonly ChartSpec[] = [
   { id: "chart-hit", left: "hit rate", range: [0, 1], lines: [
     { column: "predicted_hit_rate", label: "predicted", stroke: "#2f6fde" },
-    { column: "reported_hit_rate", label: "engine-reported", stroke: "#e0672b" },
+    { column: "reported_hit_rate", label: "engine-reported", stroke: "#e0672b", dash: [5, 3] },
   ] },
   { id: "chart-ttft", left: "ms", lines: [
     { column: "ttft_p50_ms", label: "TTFT p50", stroke: "#2a9d5c" },
