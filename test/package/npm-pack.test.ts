@@ -24,7 +24,7 @@ describe("npm pack", () => {
     const out = execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", dir], { cwd: ROOT, encoding: "utf8" });
     const [packed] = JSON.parse(out) as { filename: string; files: { path: string }[] }[];
     const shipped = packed!.files.map((f) => f.path);
-    expect(shipped).toEqual(expect.arrayContaining(["build/release.wasm", "build/release-simd.wasm", "build/core/index.js", "src/core-entry/index.ts", "src/adapter/node/kvgate.mjs", "src/gateway/app.ts"]));
+    expect(shipped).toEqual(expect.arrayContaining(["build/release.wasm", "build/release-simd.wasm", "build/core/index.js", "build/dashboard/assets.js", "src/core-entry/index.ts", "src/adapter/node/kvgate.mjs", "src/gateway/app.ts"]));
     expect(shipped.some((p) => p.startsWith("build/embed/"))).toBe(false);
     expect(shipped.some((p) => p.startsWith("test/") || p.startsWith("bench/"))).toBe(false);
 
@@ -55,5 +55,9 @@ describe("npm pack", () => {
     expect(body.choices[0]!.message.content.length).toBeGreaterThan(0);
     expect(body.usage.completion_tokens).toBe(8);
     expect(res.headers.get("x-kvgate-worker")).toMatch(/^sim-/);
+    // The dashboard's bundled client ships in the package (build/dashboard/, resolved through #dashboard-assets).
+    const page = await fetch(`${url}/dashboard`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('id="chart-hit"');
   }, 240_000);
 });
