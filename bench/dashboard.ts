@@ -13,7 +13,7 @@
  *        --no-browser
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -102,6 +102,28 @@ async function once(url: string, payload: string): Promise<void> {
 
 let seq = 0;
 
+/** CPU seconds (user + system) of every process whose command line mentions `marker` (Linux /proc; 0 elsewhere). */
+function cpuSeconds(marker: string): number {
+  let ticks = 0;
+  let pids: string[] = [];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)) continue;
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      // utime and stime, fields 14 and 15 of stat (11 and 12 after the command name), in clock ticks (100 per s on Linux).
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / 100;
+}
+
 async function window(url: string, a: Args): Promise<number> {
   const t0 = performance.now();
   const end = t0 + a.seconds * 1000;
@@ -150,6 +172,7 @@ export async function main(argv: string[]): Promise<void> {
   const a = parseArgs(argv);
   const procs: Proc[] = [];
   let browser: { close(): Promise<void>; newPage(): Promise<import("playwright-core").Page> } | undefined;
+  let profile = "";
   try {
     const gw = await launch(["--import", "tsx", "src/adapter/node/serve.ts", "--port", "0", "--host", "127.0.0.1", "--log", "warn", "--sim-workers", "0", "--admin-token", TOKEN],
       /kvgate listening on (http:\/\/\S+)/);
@@ -165,7 +188,8 @@ export async function main(argv: string[]): Promise<void> {
     const modes = ["none", "poll"];
     if (a.browser && existsSync(CHROMIUM)) {
       const { chromium } = await import("playwright-core");
-      browser = await chromium.launchPersistentContext(join(mkdtempSync(join(tmpdir(), "kvgate-bench-dashboard-")), "profile"), {
+      profile = join(mkdtempSync(join(tmpdir(), "kvgate-bench-dashboard-")), "profile");
+      browser = await chromium.launchPersistentContext(profile, {
         executablePath: CHROMIUM, headless: true, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
       });
       modes.push("browser");
@@ -178,6 +202,8 @@ export async function main(argv: string[]): Promise<void> {
     await window(gw.url, { ...a, seconds: 1 });
     const rps: Record<string, number[]> = Object.fromEntries(modes.map((m) => [m, []]));
     let polls = 0;
+    /** Chromium's CPU seconds and the wall seconds of the browser windows: what the page costs the machine it runs on. */
+    const browserCpu = { cpu: 0, wall: 0 };
     for (let r = 0; r < a.rounds; r++) {
       // Each round starts with another mode, so none of them always runs first.
       for (let k = 0; k < modes.length; k++) {
@@ -189,7 +215,13 @@ export async function main(argv: string[]): Promise<void> {
           await page!.goto(`${gw.url}/dashboard?token=${TOKEN}&poll=${a.pollMs}`);
           await page!.waitForFunction(() => Number(document.body.dataset.polls) >= 1);
         }
+        const c0 = mode === "browser" ? cpuSeconds(profile) : 0;
+        const t0 = performance.now();
         rps[mode]!.push(await window(gw.url, a));
+        if (mode === "browser") {
+          browserCpu.cpu += cpuSeconds(profile) - c0;
+          browserCpu.wall += (performance.now() - t0) / 1000;
+        }
         ac.abort();
         if (watching) polls += await watching;
         if (mode === "browser") await page!.goto("about:blank");
@@ -208,11 +240,12 @@ export async function main(argv: string[]): Promise<void> {
     // The bound that noise cannot blur: one incremental poll's whole round trip per poll period, as a share of one core.
     const bound = cost.incrementalMs / a.pollMs;
     console.log(`per-poll bound: ${cost.incrementalMs.toFixed(2)} ms every ${a.pollMs} ms = ${(bound * 100).toFixed(2)}% of one core`);
+    if (browserCpu.wall > 0) console.log(`headless Chromium with the page open: ${((browserCpu.cpu / browserCpu.wall) * 100).toFixed(1)}% of one core (on this machine, beside the gateway)`);
     const verdicts = modes.filter((m) => m !== "none").map((m) =>
       `${m}: ${((1 - ratio(m)) * 100).toFixed(1)}% of throughput (target < 5%) ${ratio(m) >= 0.95 ? "MET" : "MISSED"}`);
     console.log(verdicts.join("\n"));
     console.log(`load average ${load0.map((x) => x.toFixed(2)).join(" ")} → ${load1.map((x) => x.toFixed(2)).join(" ")}`);
-    console.log(`\nwrote ${writeResults("dashboard", { args: a, modes, rps, median: Object.fromEntries(modes.map((m) => [m, median(rps[m]!)])), ratio: Object.fromEntries(modes.map((m) => [m, ratio(m)])), ratios, pollBound: bound, polls, stats: cost, loadavg: { before: load0, after: load1 } })}`);
+    console.log(`\nwrote ${writeResults("dashboard", { args: a, modes, rps, median: Object.fromEntries(modes.map((m) => [m, median(rps[m]!)])), ratio: Object.fromEntries(modes.map((m) => [m, ratio(m)])), ratios, pollBound: bound, browserCpuShare: browserCpu.wall > 0 ? browserCpu.cpu / browserCpu.wall : null, polls, stats: cost, loadavg: { before: load0, after: load1 } })}`);
   } finally {
     await browser?.close();
     for (const p of procs) stop(p);
