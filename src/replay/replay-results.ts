@@ -8,6 +8,7 @@ import type { LoadSample } from "./load-sampler.ts";
 import type { PooledCeiling } from "./pooled-ceiling.ts";
 import type { TraceNotes } from "./mooncake-trace.ts";
 import type { EventStats, PolicyRun } from "./policy-run.ts";
+import type { ReplayFault } from "./replay-faults.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ScheduleReport } from "./schedule.ts";
 import { cdfPoints, hitRateOverTime, summarize, type HitBucket, type PolicySummary } from "./stats.ts";
@@ -34,6 +35,8 @@ export interface FleetInfo {
   engineSpeedup: number;
   /** Router admission queue: off, so every policy hands requests to engines at once and engines queue them. */
   routerQueue: "off";
+  /** Faults injected into every policy's fleet (replay-faults.ts); absent or empty for a clean run. */
+  faults?: ReplayFault[];
 }
 
 export interface PolicyResult {
