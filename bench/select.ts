@@ -11,6 +11,10 @@
  * (4 per worker, half past their first token) so load tracking and block dedupe do real work. Each worker count runs
  * with KV reuse assumed (default: in-flight prompt blocks deduplicated by sequence hash) and without.
  *
+ * Decision capture (issue 17): each worker count also runs, with KV reuse assumed, with a DecisionSink wanting the
+ * candidates table (the gateway's ring) and one wanting the replay inputs (the decision log's record, formatting and
+ * file writing excluded), interleaved in rounds with the no-sink baseline; printed as ratios to that baseline.
+ *
  * Flags: --workers 16,64,256  --requests N (4000 measured)  --warmup N (1000)  --tokens N (8192)  --block-size N (16)
  * Measured, never asserted; always exits 0.
  */
@@ -19,6 +23,7 @@ import type { KvIndex } from "../src/core/kv-index.ts";
 import { ManualClock } from "../src/routing/clock.ts";
 import type { RequestHandle } from "../src/routing/request-handle.ts";
 import { Router } from "../src/routing/router.ts";
+import type { DecisionDetail, DecisionSink } from "../src/routing/decision-record.ts";
 import { environment, percentile, table, writeResults } from "./harness.ts";
 import * as hooks from "../test/support/kv-index-hooks.ts";
 
@@ -91,12 +96,15 @@ export interface SelectResult {
   meanOverlapBlocks: number;
 }
 
-async function runOne(workers: number, assumeKvReuse: boolean, a: Args): Promise<SelectResult> {
+async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?: DecisionDetail): Promise<SelectResult> {
   const index: KvIndex = await createKvIndex({
     maxSlots: Math.max(64, workers), capacity: 1 << 18, maxPromptTokens: Math.max(a.tokens, 1 << 14), approxMaxBlocks: 1 << 16,
   });
   const clock = new ManualClock(0);
-  const router = new Router({ index, now: clock.now }, { assumeKvReuse, queueThreshold: null });
+  // The sink keeps only the last record, so what is measured is the capture, not a growing array.
+  let last: unknown;
+  const decisions: DecisionSink | undefined = capture && { detail: capture, decided: (r) => { last = r; } };
+  const router = new Router({ index, now: clock.now, decisions }, { assumeKvReuse, queueThreshold: null });
   for (let w = 0; w < workers; w++) {
     router.addWorker({ id: `w${w}`, endpoint: `http://w${w}`, models: ["m"], blockSize: a.blockSize, totalKvBlocks: 100_000 });
   }
@@ -131,6 +139,7 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args): Promise
     if (inflight.length % 2 === 0) out.handle.firstToken();
     if (inflight.length > window) inflight.shift()!.finish();
   }
+  if (capture && last === undefined) throw new Error("the decision sink was never told");
   // Cross-checks: index.route alone, and the copy of the sequence hashes the selector makes, on the same prompts.
   const alone = new Float64Array(a.requests), copy = new Float64Array(a.requests);
   const seqOut = new Uint32Array(2 * (Math.ceil(a.tokens / a.blockSize) + 1));
@@ -178,8 +187,27 @@ export async function main(args: string[]): Promise<void> {
       us(r.seqHashCopyP50Us), r.meanOverlapBlocks.toFixed(0),
     ]),
   ));
+  // Capture cost: three rounds of (none, candidates, inputs), interleaved so drift on a shared machine hits all alike.
+  const capture: { workers: number; detail: string; selectP50Us: number; selectMeanUs: number; ratioP50: number; ratioMean: number }[] = [];
+  for (const workers of a.workers) {
+    const rows: Record<string, SelectResult[]> = { none: [], candidates: [], inputs: [] };
+    for (let round = 0; round < 3; round++) {
+      rows.none!.push(await runOne(workers, true, a));
+      rows.candidates!.push(await runOne(workers, true, a, "candidates"));
+      rows.inputs!.push(await runOne(workers, true, a, "inputs"));
+    }
+    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+    const base = rows.none!;
+    for (const [detail, rs] of Object.entries(rows)) {
+      const p50 = med(rs.map((r) => r.selectP50Us)), mean = med(rs.map((r) => r.selectMeanUs));
+      capture.push({ workers, detail, selectP50Us: p50, selectMeanUs: mean, ratioP50: p50 / med(base.map((r) => r.selectP50Us)), ratioMean: mean / med(base.map((r) => r.selectMeanUs)) });
+    }
+  }
+  console.log("decision capture (kv reuse on; median of 3 interleaved rounds; ratio to no sink in this run):");
+  console.log(table(["workers", "sink detail", "p50 µs", "mean µs", "p50 ratio", "mean ratio"],
+    capture.map((r) => [String(r.workers), r.detail, us(r.selectP50Us), us(r.selectMeanUs), r.ratioP50.toFixed(2), r.ratioMean.toFixed(2)])));
   const at64 = results.find((r) => r.workers === 64 && r.assumeKvReuse);
   if (at64) console.log(`target: p50 ≤ 25 µs at 64 workers — measured ${us(at64.selectP50Us)} µs (kv reuse on)`);
-  const path = writeResults("select", { config: a, environment: environment(), results });
+  const path = writeResults("select", { config: a, environment: environment(), results, capture });
   console.log(`wrote ${path}`);
 }

@@ -112,6 +112,12 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "ops", key: "ops.engineMetricsMs", flag: "engine-metrics-ms", kind: int(0), default: 0, doc: "scrape every worker's /metrics (vLLM or SGLang names) this often for its own view of its load: running and waiting requests and KV usage feed the busy checks and the cost; 0 = off" },
   { group: "ops", key: "ops.engineMetricsStaleAfter", flag: "engine-metrics-stale-after", kind: int(1, 1000), default: 3, doc: "scrape intervals without a good scrape after which a worker's metrics are stale: it counts as busy (saturated) until one succeeds" },
   { group: "ops", key: "ops.busyEngineWaiting", flag: "busy-engine-waiting", kind: num(0), default: undefined, doc: "a worker rank is busy while its engine reports more than this many waiting requests (needs --engine-metrics-ms); unset = off" },
+  // decisions (docs/observability.md)
+  { group: "ops", key: "decisions.recent", flag: "decisions-recent", kind: int(0, 100_000), default: 100, doc: "routing decisions (with every candidate's overlap, load and cost) kept in memory for GET /v1/stats and the dashboard; 0 = none kept" },
+  { group: "ops", key: "decisions.log", flag: "decision-log", kind: str, default: "", doc: "append every routing decision's inputs and outcome to this JSONL file, for `kvgate explain --decisions FILE` (Node; rotated to FILE.1, FILE.2, …); empty = off" },
+  { group: "ops", key: "decisions.logMaxBytes", flag: "decision-log-max-bytes", kind: int(4096), default: 64 << 20, doc: "size at which the decision log is rotated" },
+  { group: "ops", key: "decisions.logKeep", flag: "decision-log-keep", kind: int(0, 1000), default: 3, doc: "rotated decision-log files kept beside the current one (FILE.1 newest); older ones are deleted" },
+  { group: "ops", key: "decisions.logTokens", flag: "decision-log-tokens", kind: bool, default: false, doc: "also log each prompt's token ids, so `kvgate explain` re-hashes them and checks the logged block hashes (larger log)" },
   { group: "ops", key: "ops.busyEngineKvUsage", flag: "busy-engine-kv-usage", kind: num(0, 1), default: undefined, doc: "a worker rank is busy while its engine reports KV-cache usage above this fraction (needs --engine-metrics-ms); unset = off" },
 ];
 

@@ -115,6 +115,8 @@ export interface GatewayConfig {
     streamUsage: boolean;
     healthProbeMs: number;
   };
+  /** Decisions kept for /v1/stats, and the decision log (docs/observability.md). */
+  decisions: { recent: number; log: string; logMaxBytes: number; logKeep: number; logTokens: boolean };
   ops: {
     healthCheckMs: number;
     healthTimeoutMs: number;

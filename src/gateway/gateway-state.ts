@@ -12,6 +12,7 @@ import type { KvIngest } from "./kv-ingest.ts";
 import type { Endpoint, PromptTokenizerPool } from "./prompt-tokens.ts";
 import type { EngineMetricsScraper } from "./engine-metrics.ts";
 import type { WorkerHealthMonitor } from "./worker-health.ts";
+import type { DecisionRing } from "./decision-ring.ts";
 
 export type LogFn = (level: "info" | "warn", message: string) => void;
 
@@ -26,6 +27,8 @@ export interface GatewayState {
   readonly health: WorkerHealthMonitor;
   readonly engineMetrics: EngineMetricsScraper;
   readonly ingest: KvIngest;
+  /** The last config.decisions.recent routing decisions with their candidates (for /v1/stats and the dashboard). */
+  readonly decisions: DecisionRing;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;
   /** Milliseconds, monotonic: the router's clock. */

@@ -5,7 +5,8 @@
  */
 import type { Hono } from "hono";
 import { createKvIndex } from "../core/create-kv-index.ts";
-import { performanceNow, Router, type NowFn } from "../routing/index.ts";
+import { fanOutDecisions, performanceNow, Router, type NowFn } from "../routing/index.ts";
+import { DecisionRing } from "./decision-ring.ts";
 import { createTextLoader, createTokenizerRegistry } from "../tokenize/index.ts";
 import { createApp } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -78,7 +79,9 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
   let health: WorkerHealthMonitor | undefined;
   let sync: ReplicaSync | undefined;
-  const router = new Router({ index, now, fineNow, observer: {
+  const decisions = new DecisionRing(config.decisions.recent);
+  const decisionSink = fanOutDecisions([decisions.capacity > 0 ? decisions : undefined]);
+  const router = new Router({ index, now, fineNow, decisions: decisionSink, observer: {
     booked: (b) => {
       health?.booked(b.worker);
       sync?.booked(b);
@@ -127,7 +130,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
       onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
     }),
-    fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
+    decisions, fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
   for (const w of config.workers) {

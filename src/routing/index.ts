@@ -17,3 +17,6 @@ export type * from "./routing-types.ts";
 export { ROUTING_POLICIES, validatePolicy } from "./routing-policy.ts";
 export type { RoutingPolicy } from "./routing-policy.ts";
 export type { WorkerEntry, RankState } from "./worker-registry.ts";
+export type { DecisionCandidate, DecisionDetail, DecisionInputs, DecisionRecord, DecisionSink } from "./decision-record.ts";
+export { breakTies, rankKeyOf, rendezvousWeight, type TieInputs } from "./tie-break.ts";
+export { fanOutDecisions } from "./decision-fanout.ts";

@@ -20,6 +20,8 @@ import type {
 import { probePrefill, type PrefillProbe } from "./prefill-probe.ts";
 import { TwoPhase, type CommitOutcome, type PlanClosed, type PlanView } from "./two-phase.ts";
 import { ClosedLoop, type DistrustInfo, type UsageReport } from "./closed-loop.ts";
+import type { DecisionRecord, DecisionSink } from "./decision-record.ts";
+import { Capture, type CaptureLevel } from "./selector.ts";
 
 export interface FreedInfo {
   bookingId: number;
@@ -54,10 +56,12 @@ export interface RouterDeps {
   /** Fine timer for the timing signals; default performance.now. */
   fineNow?: NowFn;
   observer?: RouterObserver;
+  /** Told every booked decision with its candidates (and inputs, per its detail); none: nothing is copied. */
+  decisions?: DecisionSink;
 }
 
 export type RouteOutcome =
-  | { kind: "routed"; signals: RouteSignals; handle: RequestHandle }
+  | { kind: "routed"; signals: RouteSignals; handle: RequestHandle; decision?: DecisionRecord }
   | { kind: "queue_rejected"; rejection: QueueRejection }
   | { kind: "query"; signals: RouteSignals };
 
@@ -95,7 +99,9 @@ export class Router {
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
+      onDecided: deps.decisions && ((r) => deps.decisions!.decided(r)),
     });
+    this.#core.capture = captureFor(deps.decisions);
     this.#loop = new ClosedLoop(deps.index, this.#core.registry, this.config.closedLoop, { approxTtlMs: this.config.approxTtlMs,
       minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
     (info) => this.#observer?.distrusted?.(info));
@@ -200,7 +206,7 @@ export class Router {
       validateRequest(req);
       if (req.queryOnly) return this.query(req).then((signals) => ({ kind: "query", signals }));
       return admitRequest(this.#core, req, (out): RouteOutcome => (out.kind === "admitted"
-        ? this.#routed(out.value.booking, out.value.signals) : { kind: "queue_rejected", rejection: out.rejection }));
+        ? this.#routed(out.value.booking, out.value.signals, out.value.decision) : { kind: "queue_rejected", rejection: out.rejection }));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -214,16 +220,24 @@ export class Router {
     return this.#twoPhase.commit(req, planId, (settle) => admitRequest(this.#core, req, settle), (plan) => this.#observer?.planOpened?.(plan));
   }
 
-  #routed(b: Booking, signals: RouteSignals): RouteOutcome {
-    return { kind: "routed", signals, handle: new RequestHandle(b, this.#ops) };
+  #routed(b: Booking, signals: RouteSignals, decision: DecisionRecord | undefined): RouteOutcome {
+    const out: RouteOutcome = { kind: "routed", signals, handle: new RequestHandle(b, this.#ops) };
+    if (decision) out.decision = decision;
+    return out;
   }
 
   /** What route() would choose now, booking nothing (no admission, no session lease, no approximate recording). */
   async query(req: RouteRequest): Promise<RouteSignals> {
+    return (await this.queryDecision(req)).signals;
+  }
+
+  /** query() with the decision's candidates table when `req.explain` is set (a preview is not told to the sinks). */
+  async queryDecision(req: RouteRequest): Promise<{ signals: RouteSignals; decision?: DecisionRecord }> {
     validateRequest(req);
     const p: Pending = { req, startedAt: this.#now(), bindAtBook: false };
     await this.#core.enterSession(p, true);
-    return this.#core.selectOnly(p).signals;
+    const { signals, decision } = this.#core.selectOnly(p);
+    return decision ? { signals, decision } : { signals };
   }
 
   /** An open plan by id, or undefined (unknown, ended or expired). */
@@ -326,6 +340,12 @@ export class Router {
     this.#twoPhase.onFree(b, reason);
     this.#observer?.freed?.({ bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, reason });
   }
+}
+
+function captureFor(sink: DecisionSink | undefined): CaptureLevel {
+  if (!sink) return Capture.none;
+  if (sink.detail !== "inputs") return Capture.candidates;
+  return sink.tokens ? Capture.inputsWithTokens : Capture.inputs;
 }
 
 export function isQueueRejected(o: RouteOutcome | CommitOutcome): o is { kind: "queue_rejected"; rejection: QueueRejection } {

@@ -14,7 +14,8 @@ import type { RandomSource } from "./prng.ts";
 import type { RouterConfig } from "./router-config.ts";
 import type { FreeReason, RouteRequest, RouteSignals } from "./routing-types.ts";
 import { routeSignals } from "./route-signals.ts";
-import { Selector, type Selection } from "./selector.ts";
+import { Capture, Selector, type CaptureLevel, type Selection } from "./selector.ts";
+import type { DecisionRecord } from "./decision-record.ts";
 import { SessionAffinity, type AffinityTarget } from "./session-affinity.ts";
 import { WorkerRegistry, type RankState } from "./worker-registry.ts";
 
@@ -42,6 +43,8 @@ export interface Admitted {
   booking: Booking;
   signals: RouteSignals;
   selection: Selection;
+  /** When the request asked to explain or a decision sink listens. */
+  decision?: DecisionRecord;
 }
 
 interface Resolved {
@@ -58,6 +61,8 @@ export interface CoreHooks {
   onRecorded?(worker: string, dpRank: number): void;
   /** Lifetime of the blocks approximate mode records on this rank (default: config.approxTtlMs). */
   approxTtlMs?(worker: string, dpRank: number): number;
+  /** A booked decision, filled to `RoutingCore.capture`. */
+  onDecided?(record: DecisionRecord): void;
 }
 
 export class RoutingCore {
@@ -66,6 +71,8 @@ export class RoutingCore {
   readonly selector: Selector;
   readonly queue: AdmissionQueue<Pending, Admitted>;
   readonly sessions: SessionAffinity;
+  /** What every booked selection copies for onDecided (none: nothing, the default). */
+  capture: CaptureLevel = Capture.none;
   #draining = false;
   #drainAgain = false;
   #deferred = 0;
@@ -216,16 +223,26 @@ export class RoutingCore {
     };
   }
 
-  /** Selection without booking (query-only, probe). */
-  selectOnly(p: Pending, r: Resolved = this.resolve(p)): { selection: Selection; signals: RouteSignals } {
-    const selection = this.selector.select(p.req, { ...this.#scoreParams(p.req), candidates: r.candidates, pinned: r.pinned, willBook: false });
-    return { selection, signals: this.signals(p, selection, r.via) };
+  /** Selection without booking (query-only, probe); the decision is filled only when the request asks to explain. */
+  selectOnly(p: Pending, r: Resolved = this.resolve(p)): { selection: Selection; signals: RouteSignals; decision?: DecisionRecord } {
+    const capture = p.req.explain ? Capture.candidates : Capture.none;
+    const selection = this.selector.select(p.req, { ...this.#scoreParams(p.req), candidates: r.candidates, pinned: r.pinned, willBook: false, capture });
+    const signals = this.signals(p, selection, r.via);
+    return { selection, signals, decision: selection.capture && this.#record(p, selection, signals) };
+  }
+
+  #record(p: Pending, sel: Selection, signals: RouteSignals): DecisionRecord {
+    const c = sel.capture!;
+    const record: DecisionRecord = { at: this.now(), model: p.req.model ?? "", signals, candidates: c.candidates, chosen: c.chosen };
+    if (c.inputs) record.inputs = c.inputs;
+    return record;
   }
 
   /** Selection, approximate-mode recording and booking in one synchronous turn (nothing can route in between). */
   selectAndBook(p: Pending, r: Resolved): Admitted {
     const req = p.req;
-    const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true });
+    const capture = req.explain && this.capture < Capture.candidates ? Capture.candidates : this.capture;
+    const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true, capture });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
     if (!rank.worker.kvEvents) {
@@ -243,7 +260,9 @@ export class RoutingCore {
     const signals = this.signals(p, sel, r.via);
     this.hooks.onRouted?.(signals);
     this.hooks.onBooked?.(booking);
-    return { booking, signals, selection: sel };
+    const decision = sel.capture && this.#record(p, sel, signals);
+    if (decision && this.capture !== Capture.none) this.hooks.onDecided?.(decision);
+    return { booking, signals, selection: sel, decision };
   }
 
   /** Binds a first request's session, or moves a soft binding that scoring left. */

@@ -74,6 +74,8 @@ export interface RouteRequest {
   sessionId?: string;
   /** Select and report without booking anything. */
   queryOnly?: boolean;
+  /** Copy the decision's candidates table into the outcome (the explain header), whatever the sinks want. */
+  explain?: boolean;
   /** Aborting removes the request from the queue or session wait, or releases a plan's booking. */
   signal?: AbortSignal;
 }

@@ -9,7 +9,23 @@ import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
 import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
+import type { DecisionCandidate, DecisionInputs } from "./decision-record.ts";
+import { breakTies, rankKeyOf, type TieInputs } from "./tie-break.ts";
 import type { RankState } from "./worker-registry.ts";
+
+export { rendezvousWeight } from "./tie-break.ts";
+
+/** How much of the decision a selection copies out of the score columns (see DecisionDetail). */
+export const Capture = { none: 0, candidates: 1, inputs: 2, inputsWithTokens: 3 } as const;
+export type CaptureLevel = (typeof Capture)[keyof typeof Capture];
+
+/** The candidates table of one selection (empty when pinned), and the replay inputs when asked for. */
+export interface SelectionCapture {
+  candidates: DecisionCandidate[];
+  /** Index of the chosen rank in `candidates`; -1 when pinned. */
+  chosen: number;
+  inputs?: DecisionInputs;
+}
 
 /** Per rank slot, how many leading blocks of a prompt its in-flight prompts already hold (see InflightPrefixes). */
 export interface InflightOverlap {
@@ -27,6 +43,8 @@ export interface SelectParams {
   /** Whether block keys are needed afterwards (booking with KV reuse assumed). */
   willBook: boolean;
   assumeKvReuse: boolean;
+  /** Default none: nothing is copied (no allocation on the hot path). */
+  capture?: CaptureLevel;
 }
 
 export interface Selection {
@@ -48,9 +66,13 @@ export interface Selection {
   hashMatchMs: number;
   /** Fine-timer reading when matching ended; scheduling time is measured from here to the end of booking. */
   matchedAt: number;
+  /** Set when the params asked for a capture. */
+  capture?: SelectionCapture;
 }
 
-export class Selector {
+const EMPTY: readonly RankState[] = [];
+
+export class Selector implements TieInputs {
   /** Overlap per index slot for the current request; valid only where stamp equals the request's generation. */
   readonly #overlap: Int32Array;
   readonly #stamp: Int32Array;
@@ -60,13 +82,19 @@ export class Selector {
   /** Set for a cache-blind policy: it overrides the kernel's choice (costs are still computed for the signals). */
   readonly #picker: PolicyPicker | undefined;
   readonly #salts: CacheSalts;
+  // The current selection, for the TieInputs methods (set at the start of every select).
+  #ranks: readonly RankState[] = [];
+  #curKeys: Uint32Array | undefined;
+  #promptBlocks = 0;
+  #tie: "rendezvous" | "tree" | undefined;
+  #tieDraw = 0;
 
   /**
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
    *   already active there); without it no in-flight overlap is credited.
    */
   constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn,
-    policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
+    readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
@@ -106,7 +134,8 @@ export class Selector {
     inflight?.query(keys!, promptBlocks);
 
     // The core's cost kernel reads f64 columns of `stride` entries; fill them straight from the rank loads.
-    const { f64, base, stride, run } = this.index.scoreColumns();
+    const cols = this.index.scoreColumns();
+    const { f64, base, stride, run } = cols;
     const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
     const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
@@ -120,10 +149,17 @@ export class Selector {
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
     }
-    let chosen = run(n, isl, p.overlapWeight, p.temperature, this.rand());
+    const kernelDraw = this.rand();
+    let chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
+    this.#ranks = ranks;
+    this.#curKeys = keys;
+    this.#promptBlocks = promptBlocks;
+    this.#tie = undefined;
     if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
-    else if (p.temperature === 0 && n > 1) chosen = this.#breakTies(ranks, f64, base, stride, chosen, isl, p.overlapWeight, run, promptBlocks, keys);
+    else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, p.overlapWeight, promptBlocks, this);
+    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
+    this.#ranks = EMPTY;
     const costCol = base + ScoreCol.cost * stride;
     const overlapBlocks = f64[overlapCol + chosen]!;
     return {
@@ -131,7 +167,7 @@ export class Selector {
       cachedTokens: Math.min(isl, overlapBlocks * blockSize), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
-      keys, hashMatchMs: t1 - t0, matchedAt: t1,
+      keys, hashMatchMs: t1 - t0, matchedAt: t1, capture,
     };
   }
 
@@ -157,70 +193,69 @@ export class Selector {
     return this.#stamp[r.slot] === gen && !r.worker.cacheCold ? this.#overlap[r.slot]! : 0;
   }
 
-  /**
-   * Ranks sharing the lowest cost. A cold prefix (nothing cached on any of them) goes to the tied rank that wins a
-   * rendezvous hash of the prompt's first block: replicas that have not heard of each other's decisions yet still
-   * send a new prefix to the same worker, and later prompts with that prefix follow it there. A warm tie reads the
-   * tied ranks' tree sizes (through the slot map's string keys, ~70 ns each, so only then) and runs the kernel again
-   * on the same columns: the others cost more, so their tree entries do not matter, and the kernel's own tie rule
-   * applies (smallest tree, then the random draw).
-   */
-  #breakTies(ranks: readonly RankState[], f64: Float64Array, base: number, stride: number, chosen: number, isl: number,
-    weight: number, run: (n: number, isl: number, w: number, t: number, r: number) => number, promptBlocks: number,
-    keys: Uint32Array | undefined): number {
-    const costCol = base + ScoreCol.cost * stride, treeCol = base + ScoreCol.tree * stride, overlapCol = base + ScoreCol.overlap * stride;
-    const min = f64[costCol + chosen]!;
-    let ties = 0, cold = true;
-    for (let i = 0; i < ranks.length; i++) {
-      if (f64[costCol + i] !== min) continue;
-      ties++;
-      if (f64[overlapCol + i] !== 0) cold = false;
-    }
-    if (ties < 2) return chosen;
-    if (cold && promptBlocks > 0) return this.#rendezvous(ranks, f64, costCol, min, keys ?? this.#readKeys(promptBlocks));
-    for (let i = 0; i < ranks.length; i++) if (f64[costCol + i] === min) f64[treeCol + i] = this.index.treeSizeOfSlot(ranks[i]!.slot);
-    const again = run(ranks.length, isl, weight, 0, this.rand());
-    if (again < 0 || again >= ranks.length) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${again}`);
-    return again;
+  // ---- TieInputs, over the current selection ----------------------------------------------------------------
+
+  treeSize(i: number): number {
+    return this.index.treeSizeOfSlot(this.#ranks[i]!.slot);
   }
 
-  /** The tied rank with the highest hash of (first block's sequence hash, worker id, dp rank). */
-  /** `keys`: the prompt's sequence hashes as (lo, hi) words, read once per selection. */
-  #rendezvous(ranks: readonly RankState[], f64: Float64Array, costCol: number, min: number, keys: Uint32Array): number {
-    const lo = keys[0]!, hi = keys[1]!;
-    let best = -1, bestWeight = -1;
-    for (let i = 0; i < ranks.length; i++) {
-      if (f64[costCol + i] !== min) continue;
-      const w = rendezvousWeight(lo, hi, rankKey(ranks[i]!));
-      if (w > bestWeight) {
-        bestWeight = w;
-        best = i;
-      }
+  rankKey(i: number): number {
+    return rankKey(this.#ranks[i]!);
+  }
+
+  firstBlockWords(): Uint32Array {
+    return (this.#curKeys ??= this.#readKeys(this.#promptBlocks));
+  }
+
+  draw(): number {
+    return (this.#tieDraw = this.rand());
+  }
+
+  tied(kind: "rendezvous" | "tree"): void {
+    this.#tie = kind;
+  }
+
+  /** The candidates table (and, for "inputs", what a replay needs), read from the columns the kernel just used. */
+  #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number): SelectionCapture {
+    if (p.pinned) return { candidates: [], chosen: -1 };
+    const { f64, base, stride } = this.index.scoreColumns();
+    const col = (c: number) => base + c * stride;
+    const candidates: DecisionCandidate[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = this.#ranks[i]!;
+      candidates[i] = {
+        worker: r.worker.id, dpRank: r.dpRank, overlapBlocks: f64[col(ScoreCol.overlap) + i]!, prefillTokens: f64[col(ScoreCol.prefill) + i]!,
+        decodeBlocks: f64[col(ScoreCol.decode) + i]!, activeOverlapBlocks: f64[col(ScoreCol.activeOverlap) + i]!, cost: f64[col(ScoreCol.cost) + i]!,
+      };
     }
-    return best;
+    if (p.capture !== Capture.inputs && p.capture !== Capture.inputsWithTokens) return { candidates, chosen };
+    const tree = new Array<number>(n);
+    for (let i = 0; i < n; i++) tree[i] = f64[col(ScoreCol.tree) + i]!;
+    const words = this.firstBlockWords();
+    const hashes = new Array<string>(this.#promptBlocks);
+    for (let b = 0; b < this.#promptBlocks; b++) hashes[b] = wordsHex(words[2 * b]!, words[2 * b + 1]!);
+    const inputs: DecisionInputs = {
+      policy: this.policy, overlapWeight: p.overlapWeight, temperature: p.temperature, blockSize,
+      draws: this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, hashes,
+    };
+    if (this.#tie) inputs.tie = this.#tie;
+    if (req.lora !== undefined) inputs.lora = req.lora;
+    if (req.namespace !== undefined) inputs.namespace = req.namespace;
+    if (req.eagle) inputs.eagle = true;
+    if (p.capture === Capture.inputsWithTokens) inputs.tokens = Array.from(req.tokens);
+    return { candidates, chosen, inputs };
   }
 }
 
-/** A rank's rendezvous identity: FNV-1a of "worker#rank", the same on every replica, cached per rank. */
+/** A rank's rendezvous key, cached per rank (the string it hashes would otherwise be built per tie). */
 const rankKeys = new WeakMap<RankState, number>();
 function rankKey(r: RankState): number {
   let k = rankKeys.get(r);
-  if (k === undefined) {
-    const s = `${r.worker.id}#${r.dpRank}`;
-    k = 0x811c9dc5;
-    for (let i = 0; i < s.length; i++) k = Math.imul(k ^ s.charCodeAt(i), 0x01000193);
-    rankKeys.set(r, (k >>>= 0));
-  }
+  if (k === undefined) rankKeys.set(r, (k = rankKeyOf(r.worker.id, r.dpRank)));
   return k;
 }
 
-/** murmur3's 32-bit finalizer over the block hash and the rank key: uniform, so each rank wins 1/n of new prefixes. */
-export function rendezvousWeight(lo: number, hi: number, key: number): number {
-  let h = Math.imul(lo ^ key, 0x85ebca6b) ^ hi;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h ^ key, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+/** A sequence hash's (lo, hi) words as 16 hex digits, the way the decision log writes it. */
+export function wordsHex(lo: number, hi: number): string {
+  return (hi >>> 0).toString(16).padStart(8, "0") + (lo >>> 0).toString(16).padStart(8, "0");
 }
