@@ -42,7 +42,7 @@ describe.skipIf(!existsSync(CHROMIUM))("HTML report in headless Chromium", () =>
       for (const p of plots) {
         expect(p.width).toBeGreaterThan(300);
         expect(p.height).toBeGreaterThan(200);
-        expect(p.lines.length).toBe(p.id!.startsWith("load-") ? 4 : 5);
+        expect(p.lines.length).toBe(p.id!.startsWith("load-") ? 4 : REPLAY_POLICIES.length);
         expect(Math.min(...p.lines)).toBeGreaterThan(10);
       }
       expect(await page.$$eval("table[data-table=policies] tbody tr", (rows) => rows.length)).toBe(REPLAY_POLICIES.length);
