@@ -68,7 +68,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
   host.stdout(`${summaryText(results, doc.ceiling.hitRate)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
-    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.
     if (r.schedule.meanLateMs > 0.05 * r.summary.ttftMs.mean) {
@@ -79,4 +79,11 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const failed = results.reduce((n, r) => n + r.summary.errors, 0);
   if (failed > 0) host.stderr(`replay: ${failed} requests failed; see the errors column and the JSON records\n`);
   return results.every((r) => r.summary.completed === 0) ? 1 : 0;
+}
+
+/** Predicted / engine-reported hit rate per worker, for the cache-aware policies (the others predict nothing). */
+function perWorkerText(results: readonly PolicyResult[]): string {
+  const rows = results.filter((r) => r.perWorker.some((w) => w.predictedHitRate > 0));
+  return rows.map((r) => `${r.policy} predicted/reported hit rate per worker: ` +
+    r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}`).join(", ") + "\n").join("");
 }
