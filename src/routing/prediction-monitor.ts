@@ -43,6 +43,8 @@ export interface RankPrediction {
   flagged: boolean;
   /** Approximate mode's learnt block lifetime for the rank. */
   ttlMs: number;
+  /** Whether the rank's index comes from KV events (filled in by the closed loop, which knows the worker). */
+  precise?: boolean;
 }
 
 /** What one observation changed, so the caller can act (distrust an index, log) without polling. */
