@@ -65,6 +65,7 @@ export interface RouterOptions {
   sessionTtlMs: number;
   approxTtlMs: number;
   closedLoop: boolean;
+  decodeAware: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;

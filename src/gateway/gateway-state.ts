@@ -66,6 +66,8 @@ export interface Exchange {
   readonly headers: Headers;
   readonly ext: RoutingExtension;
   readonly sessionId: string | undefined;
+  /** The client's max_tokens / max_completion_tokens, when it is a positive integer. */
+  readonly maxTokens: number | undefined;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
   /** fineNow() at arrival. */

@@ -99,7 +99,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
-    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop,
+    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop, decodeAware: r.decodeAware,
     staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });
   const precise = Object.keys(config.tokenizers);
