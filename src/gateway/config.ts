@@ -112,6 +112,9 @@ export interface GatewayConfig {
     headersTimeoutMs: number;
     idleTimeoutMs: number;
     retries: number;
+    hedgeBudget: number;
+    hedgeQuantile: number;
+    hedgeMinSamples: number;
     migrationLimit: number;
     streamUsage: boolean;
     healthProbeMs: number;
