@@ -55,6 +55,8 @@ export interface Selection {
   overlapBlocks: number;
   bestOverlapBlocks: number;
   cachedTokens: number;
+  /** cachedTokens discounted by the rank's learnt trust: what the engine is expected to report. */
+  expectedCachedTokens: number;
   cost: number;
   potentialPrefillTokens: number;
   potentialDecodeBlocks: number;
@@ -97,9 +99,17 @@ export class Selector implements TieInputs {
     readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
+    this.trust = new Float64Array(index.options.maxSlots).fill(1);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
     this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
+
+  /**
+   * Per index slot, the share of its index-predicted cached blocks the engine really reports (the closed loop's
+   * learnt ratio, 1 until known): the cost credits a rank's overlap times this, so a worker whose cache loses queued
+   * requests' blocks before they run stops looking cheaper than it is.
+   */
+  readonly trust: Float64Array;
 
   select(req: RouteRequest, p: SelectParams): Selection {
     const ranks = p.pinned ? [p.pinned] : p.candidates;
@@ -141,7 +151,7 @@ export class Selector implements TieInputs {
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load;
-      f64[overlapCol + i] = this.#overlapOf(r, gen);
+      f64[overlapCol + i] = this.#overlapOf(r, gen) * this.trust[r.slot]!;
       f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
       const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
@@ -161,10 +171,11 @@ export class Selector implements TieInputs {
     const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
     this.#ranks = EMPTY;
     const costCol = base + ScoreCol.cost * stride;
-    const overlapBlocks = f64[overlapCol + chosen]!;
+    const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
-      cachedTokens: Math.min(isl, overlapBlocks * blockSize), cost: f64[costCol + chosen]!,
+      cachedTokens: Math.min(isl, overlapBlocks * blockSize),
+      expectedCachedTokens: Math.min(isl, Math.round(f64[overlapCol + chosen]! * blockSize)), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, capture,
