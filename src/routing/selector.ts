@@ -106,8 +106,8 @@ export class Selector implements TieInputs {
 
   /**
    * Per index slot, the share of its index-predicted cached blocks the engine really reports (the closed loop's
-   * learnt ratio, 1 until known): the cost credits a rank's overlap times this, so a worker whose cache loses queued
-   * requests' blocks before they run stops looking cheaper than it is.
+   * learnt ratio, 1 until known): the expected cached tokens of a decision are its overlap times this. The cost still
+   * credits the whole overlap: discounting it there spread load further and lowered hit rates in a saturated replay.
    */
   readonly trust: Float64Array;
 
@@ -151,7 +151,7 @@ export class Selector implements TieInputs {
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load;
-      f64[overlapCol + i] = this.#overlapOf(r, gen) * this.trust[r.slot]!;
+      f64[overlapCol + i] = this.#overlapOf(r, gen);
       f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
       const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
@@ -175,7 +175,7 @@ export class Selector implements TieInputs {
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
       cachedTokens: Math.min(isl, overlapBlocks * blockSize),
-      expectedCachedTokens: Math.min(isl, Math.round(f64[overlapCol + chosen]! * blockSize)), cost: f64[costCol + chosen]!,
+      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, capture,
