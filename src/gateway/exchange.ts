@@ -96,5 +96,6 @@ export function decisionHeaders(s: RouteSignals, requestId: string): Record<stri
   return {
     "x-kvgate-request-id": requestId, "x-kvgate-worker": s.worker, "x-kvgate-dp-rank": String(s.dpRank),
     "x-kvgate-overlap-blocks": `${s.overlapBlocks}/${s.promptBlocks}`,
+    "x-kvgate-expected-cached-tokens": String(s.expectedCachedTokens),
   };
 }

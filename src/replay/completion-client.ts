@@ -23,6 +23,8 @@ export interface CompletionRecord {
   worker?: string;
   /** The router's prediction (`x-kvgate-overlap-blocks: cached/total`): prompt blocks it expected cached, of all. */
   predictedBlocks?: number;
+  /** Cached tokens the router expected the engine to report (`x-kvgate-expected-cached-tokens`), when it says. */
+  predictedTokens?: number;
   promptBlocks?: number;
   error?: string;
 }
@@ -116,6 +118,8 @@ export async function sendCompletion(call: CompletionCall): Promise<CompletionRe
     rec.worker = WORKER_HEADERS.map((h) => res.headers.get(h)).find((v) => v) ?? undefined;
     const overlap = /^(\d+)\/(\d+)$/.exec(res.headers.get("x-kvgate-overlap-blocks") ?? "");
     if (overlap) [rec.predictedBlocks, rec.promptBlocks] = [Number(overlap[1]), Number(overlap[2])];
+    const expected = Number(res.headers.get("x-kvgate-expected-cached-tokens") ?? NaN);
+    if (Number.isFinite(expected)) rec.predictedTokens = expected;
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => "");
       rec.error = `HTTP ${res.status}: ${errorMessage(text)}`;

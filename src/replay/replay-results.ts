@@ -87,7 +87,7 @@ export function predictedHitRate(records: readonly CompletionRecord[], blockSize
   let predicted = 0, prompt = 0;
   for (const r of records) {
     if (r.predictedBlocks === undefined || r.error) continue;
-    predicted += Math.min(r.promptTokens, r.predictedBlocks * blockSize);
+    predicted += Math.min(r.promptTokens, r.predictedTokens ?? r.predictedBlocks * blockSize);
     prompt += r.promptTokens;
   }
   return prompt > 0 ? predicted / prompt : NaN;
@@ -110,7 +110,7 @@ export function hitsPerWorker(records: readonly CompletionRecord[], blockSize: n
     w.requests++;
     w.prompt += r.promptTokens;
     w.cached += Math.min(r.promptTokens, r.cachedTokens ?? 0);
-    w.predicted += Math.min(r.promptTokens, (r.predictedBlocks ?? 0) * blockSize);
+    w.predicted += Math.min(r.promptTokens, r.predictedTokens ?? (r.predictedBlocks ?? 0) * blockSize);
   }
   return [...by].sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true })).map(([worker, w]) => ({
     worker, requests: w.requests, predictedHitRate: w.prompt > 0 ? w.predicted / w.prompt : NaN, hitRate: w.prompt > 0 ? w.cached / w.prompt : NaN,

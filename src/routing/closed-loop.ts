@@ -35,8 +35,12 @@ export class ClosedLoop {
   readonly monitor: PredictionMonitor;
   #distrusted = 0;
 
+  /**
+   * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each KV-event
+   *   rank's learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
+   */
   constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
-    config: Partial<PredictionConfig>, private readonly onDistrust?: (info: DistrustInfo) => void) {
+    config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly onDistrust?: (info: DistrustInfo) => void) {
     this.monitor = new PredictionMonitor(config);
   }
 
@@ -50,12 +54,15 @@ export class ClosedLoop {
     const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
     if (!w || !rank) return;
     const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents);
-    if (verdict !== "flagged" || !this.enabled) return;
+    if (!this.enabled) return;
+    if (w.kvEvents) this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
+    if (verdict !== "flagged") return;
     const ratio = this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.ratio ?? 0;
     const before = this.index.treeSizeOfSlot(rank.slot);
     // Clearing the slot keeps it (and the rank's cached slot number) while dropping every block it claimed.
     this.index.withCore("clear_slot", (c) => c.clear_slot(rank.slot));
     this.monitor.reset(u.worker, u.dpRank);
+    this.trust[rank.slot] = 1;
     this.#distrusted++;
     this.onDistrust?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
   }
@@ -67,6 +74,7 @@ export class ClosedLoop {
 
   /** The worker left or its view was rebuilt from scratch: its samples no longer describe anything. */
   forget(worker: string): void {
+    for (const r of this.registry.get(worker)?.ranks ?? []) this.trust[r.slot] = 1;
     this.monitor.reset(worker);
   }
 

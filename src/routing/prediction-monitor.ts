@@ -98,6 +98,13 @@ export class PredictionMonitor {
     return this.#ranks.get(key(worker, dpRank))?.ttlMs ?? this.config.approxTtlMs;
   }
 
+  /** Reported over predicted hits for the rank once it has `minSamples` responses, capped at 1; 1 before. */
+  trustOf(worker: string, dpRank: number): number {
+    const s = this.#ranks.get(key(worker, dpRank));
+    if (!s || s.samples < this.config.minSamples || s.predictedTokens === 0) return 1;
+    return Math.max(0, Math.min(1, s.ratio));
+  }
+
   isFlagged(worker: string, dpRank: number): boolean {
     return this.#ranks.get(key(worker, dpRank))?.flagged ?? false;
   }

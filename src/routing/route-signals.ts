@@ -7,7 +7,7 @@ export function routeSignals(requestId: string, sel: Selection, via: RouteSignal
   return {
     requestId, worker: w.id, dpRank: sel.rank.dpRank, endpoint: w.endpoint,
     overlapBlocks: sel.overlapBlocks, bestOverlapBlocks: sel.bestOverlapBlocks, promptBlocks: sel.promptBlocks,
-    requestTokens: sel.isl, cachedTokens: sel.cachedTokens,
+    requestTokens: sel.isl, cachedTokens: sel.cachedTokens, expectedCachedTokens: sel.expectedCachedTokens,
     // The reference's kv_hit_rate: cached share of the prompt's complete blocks, as predicted at routing time.
     predictedHitRate: sel.promptBlocks > 0 ? sel.overlapBlocks / sel.promptBlocks : 0,
     potentialPrefillTokens: sel.potentialPrefillTokens, potentialDecodeBlocks: sel.potentialDecodeBlocks,

@@ -104,7 +104,7 @@ export class Router {
     this.#core.capture = captureFor(deps.decisions);
     this.#loop = new ClosedLoop(deps.index, this.#core.registry, this.config.closedLoop, { approxTtlMs: this.config.approxTtlMs,
       minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
-    (info) => this.#observer?.distrusted?.(info));
+    this.#core.selector.trust, (info) => this.#observer?.distrusted?.(info));
     this.#ops = {
       firstToken: (b) => {
         const done = this.#core.sequences.markPrefillComplete(b);
@@ -167,9 +167,10 @@ export class Router {
 
   /** Forgets the worker: drops its index entries and frees its bookings. Returns how many bookings were freed. */
   removeWorker(id: string): number {
+    // Before the registry forgets the worker: the loop resets its ranks' trust through it.
+    this.#loop.forget(id);
     const w = this.#core.registry.remove(id);
     if (!w) return 0;
-    this.#loop.forget(id);
     const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
     this.#core.drain();
     return freed;

@@ -260,7 +260,7 @@ export class RoutingCore {
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
     const booking = this.sequences.book(rank, {
-      requestId: req.requestId, prefillTokens: sel.isl - sel.cachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
+      requestId: req.requestId, prefillTokens: sel.isl - sel.expectedCachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
       outputBlocks: this.config.decodeAware ? this.#outputBlocks(req, sel) : 0,
     });
     if (s) {

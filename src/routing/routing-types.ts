@@ -105,7 +105,13 @@ export interface RouteSignals {
   /** Complete blocks in the prompt. */
   promptBlocks: number;
   requestTokens: number;
+  /** Tokens of the prompt's complete blocks the index says the chosen rank holds. */
   cachedTokens: number;
+  /**
+   * cachedTokens times the closed loop's learnt ratio of reported to predicted hits for that rank: what its engine
+   * is expected to report as cached (equal to cachedTokens until the rank has history).
+   */
+  expectedCachedTokens: number;
   /** overlapBlocks / promptBlocks (0 for a prompt shorter than a block). */
   predictedHitRate: number;
   potentialPrefillTokens: number;

@@ -55,6 +55,8 @@ export interface Selection {
   overlapBlocks: number;
   bestOverlapBlocks: number;
   cachedTokens: number;
+  /** cachedTokens discounted by the rank's learnt trust: what the engine is expected to report. */
+  expectedCachedTokens: number;
   cost: number;
   potentialPrefillTokens: number;
   potentialDecodeBlocks: number;
@@ -97,9 +99,17 @@ export class Selector implements TieInputs {
     readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
+    this.trust = new Float64Array(index.options.maxSlots).fill(1);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
     this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
+
+  /**
+   * Per index slot, the share of its index-predicted cached blocks the engine really reports (the closed loop's
+   * learnt ratio, 1 until known): the expected cached tokens of a decision are its overlap times this. The cost still
+   * credits the whole overlap: discounting it there spread load further and lowered hit rates in a saturated replay.
+   */
+  readonly trust: Float64Array;
 
   select(req: RouteRequest, p: SelectParams): Selection {
     const ranks = p.pinned ? [p.pinned] : p.candidates;
@@ -161,10 +171,11 @@ export class Selector implements TieInputs {
     const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
     this.#ranks = EMPTY;
     const costCol = base + ScoreCol.cost * stride;
-    const overlapBlocks = f64[overlapCol + chosen]!;
+    const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
-      cachedTokens: Math.min(isl, overlapBlocks * blockSize), cost: f64[costCol + chosen]!,
+      cachedTokens: Math.min(isl, overlapBlocks * blockSize),
+      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, capture,
