@@ -138,7 +138,7 @@ function promoteAlias(slot: i32, seq: u64): bool {
   return false;
 }
 
-function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
+export function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
   const r = entryInsert(slot, hash, seq, depth);
   bump(sizes, slot, 1);
   attach(r, slot, seq);
@@ -156,7 +156,7 @@ function dropOldest(): bool {
 }
 
 /** Evicts approximate entries until `need` entries are free. */
-function evictFor(need: u32): void {
+export function evictFor(need: u32): void {
   while (freeEntries() < need && dropOldest()) count(C_EVICTED);
 }
 
@@ -264,7 +264,7 @@ export function expire(now: f64): i32 {
   return n;
 }
 
-function prune(): void {
+export function prune(): void {
   if (ttlCount <= approxMax) return;
   const target = <u32>Math.floor(<f64>approxMax * pruneRatio);
   let n: u32 = 0;
