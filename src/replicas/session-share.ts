@@ -41,6 +41,7 @@ export class SessionShare {
   constructor(private readonly kv: SyncKv, private readonly router: Router, registry: MetricsRegistry, private readonly now: NowFn,
     private readonly o: SessionShareOptions) {
     this.#applied = registry.counter("kvgate_sync_sessions_applied_total", "Session bindings other router replicas made (or this one before a restart), taken here");
+    this.#applied.inc(undefined, 0);
     this.#published = registry.counter("kvgate_sync_sessions_published_total", "Session bindings this replica wrote to the shared bucket, by result (stored, failed)");
   }
 
