@@ -67,8 +67,9 @@ export class ReplicaPool {
   readonly #open = new Set<Replica>();
   constructor(private readonly nats: NatsServer, private readonly sims: SimServer[]) {}
 
-  async start(id: string, extra: string[] = [], opts: { workers?: number } = {}): Promise<Replica> {
-    const ws = this.sims.slice(0, opts.workers ?? this.sims.length).flatMap((s, i) => ["--worker", `url=${s.url},id=w${i + 1},models=${MODEL},kv_events=true`]);
+  async start(id: string, extra: string[] = [], opts: { workers?: number; kvEvents?: boolean } = {}): Promise<Replica> {
+    const kv = opts.kvEvents === false ? "" : ",kv_events=true";
+    const ws = this.sims.slice(0, opts.workers ?? this.sims.length).flatMap((s, i) => ["--worker", `url=${s.url},id=w${i + 1},models=${MODEL}${kv}`]);
     const g = await startTestGateway(["--nats", this.nats.url, "--replica-id", id, "--replica-heartbeat-ms", "150", "--health-check-ms", "0", ...ws, ...extra],
       { syncBus: natsBus, runtime: "Node" });
     const timer = setInterval(() => void g.gateway.tick()?.catch(() => {}), 25);

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimServer } from "../../src/adapter/node/sim-server.ts";
-import { startSim } from "../gateway/helpers.ts";
+import { post, startSim } from "../gateway/helpers.ts";
 import { NatsServer, natsServerPath } from "./nats-server.ts";
 import { chatOf, ingest, metric, ReplicaPool, route, storedFor, until } from "./replica-fixture.ts";
 
@@ -60,7 +60,7 @@ describe.skipIf(skip)("warm restarts", () => {
       expect((await ingest(a.g, "w1", [event])).status).toBe(200);
       for (let i = 0; i < 120; i++) expect((await ingest(a.g, "w2", [filler(i)])).status).toBe(200);
       await until("A to read its 121 batches back", () => metric(a.g, "kvgate_sync_stream_seq"), (v) => v >= 121);
-      const before = await metric(a.g, 'kvgate_sync_snapshots_total{result="written"}');
+      const before = (await metric(a.g, 'kvgate_sync_snapshots_total{result="written"}')) || 0;
       await until("A to write a snapshot covering them", () => metric(a.g, 'kvgate_sync_snapshots_total{result="written"}'), (v) => v >= before + 1);
       // The stream kept only its last 100 batches: P's batch (sequence 1) is gone from it.
       const first = await withNats(nats.url, async (nc) => {
@@ -87,6 +87,35 @@ describe.skipIf(skip)("warm restarts", () => {
       expect((await ingest(a2.g, "w2", [later.event])).status).toBe(200);
       await until("B to see an event posted after it started", () => route(b.g, chatOf("Events after the snapshot come from the stream. ")),
         (r) => r.overlap_blocks === later.blocks && r.worker === "w2");
+    }, 60_000);
+  });
+
+  describe("in approximate mode", () => {
+    let nats: NatsServer;
+    let pool: ReplicaPool;
+    beforeAll(async () => {
+      nats = await NatsServer.start();
+      pool = new ReplicaPool(nats, sims);
+    }, 30_000);
+    afterAll(async () => {
+      await pool.closeAll();
+      await nats.dispose();
+    }, 30_000);
+
+    it("should bring back the decisions a replica recorded, which no stream holds", async () => {
+      const flags = ["--kv-events", "off", "--snapshot-interval-ms", "200"];
+      const a = await pool.start("xa", flags, { workers: 2, kvEvents: false });
+      const chat = chatOf("Approximate routers forget on restart unless they snapshot. ");
+      const r = await post(`${a.g.url}/v1/chat/completions`, { ...chat, max_tokens: 2 });
+      expect(r.status).toBe(200);
+      await r.text();
+      const chosen = await route(a.g, chat);
+      expect(chosen.overlap_blocks).toBeGreaterThan(4);
+      const before = (await metric(a.g, 'kvgate_sync_snapshots_total{result="written"}')) || 0;
+      await until("A to write a snapshot after the decision", () => metric(a.g, 'kvgate_sync_snapshots_total{result="written"}'), (v) => v >= before + 1);
+      await a.stop();
+      const a2 = await pool.start("xa", flags, { workers: 2, kvEvents: false });
+      await until("restarted A to predict its earlier decision", () => route(a2.g, chat), (x) => x.overlap_blocks === chosen.overlap_blocks && x.worker === chosen.worker);
     }, 60_000);
   });
 
