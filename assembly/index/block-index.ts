@@ -138,6 +138,14 @@ function promoteAlias(slot: i32, seq: u64): bool {
   return false;
 }
 
+/** `create` at the empty record `r` that entryProbe just returned for (slot, hash) (nothing deleted in between). */
+export function createAt(r: usize, slot: i32, hash: u64, seq: u64, depth: u32): usize {
+  entryFill(r, slot, hash, seq, depth);
+  bump(sizes, slot, 1);
+  attach(r, slot, seq);
+  return r;
+}
+
 export function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
   const r = entryInsert(slot, hash, seq, depth);
   bump(sizes, slot, 1);

@@ -1,8 +1,8 @@
 // Index snapshots for warm restarts: every live entry out as a fixed record, and back into a fresh instance, so a
 // restarted router need not wait for engine events (or a trimmed stream) to rebuild what it knew.
 // Record (32 bytes): engine hash u64 | prefix (seq) u64 | slot u32 | depth u32 | TTL left in ms f64 (0: no TTL).
-import { create, prune, slotOk, evictFor, count } from "./block-index";
-import { recAt, tableCount, isLive, entryFind, freeEntries, R_HASH, R_SEQ, R_SLOT, R_DEPTH, R_TTL } from "./entry-table";
+import { create, createAt, prune, slotOk, evictFor, count } from "./block-index";
+import { recAt, tableCount, isLive, entryProbe, freeEntries, R_HASH, R_SEQ, R_SLOT, R_DEPTH, R_TTL } from "./entry-table";
 import { ttlAlloc, ttlRec, T_EXPIRY } from "./ttl-store";
 import { heapPush } from "./ttl-heap";
 import { C_CAPACITY, C_BAD_SLOT } from "../abi";
@@ -52,9 +52,14 @@ export function loadEntries(src: usize, n: u32, now: f64): u32 {
     const left = load<f64>(o, 24);
     if (!slotOk(slot)) { count(C_BAD_SLOT); continue; }
     if (!(left >= 0 && left < Infinity)) continue;
-    if (entryFind(slot, hash) != 0) continue;
-    if (freeEntries() == 0) evictFor(1);
-    if (freeEntries() == 0) { count(C_CAPACITY); break; }
+    let r = entryProbe(slot, hash);
+    if (isLive(r)) continue;
+    if (freeEntries() == 0) {
+      evictFor(1);
+      if (freeEntries() == 0) { count(C_CAPACITY); break; }
+      // Evicting moved records: probe again.
+      r = entryProbe(slot, hash);
+    }
     if (left > 0) {
       const id = ttlAlloc(slot, hash, depth, now + left);
       // Pruning after every insert keeps timers within approxMax + 1, as in record(); running out is a bug.
@@ -64,7 +69,7 @@ export function loadEntries(src: usize, n: u32, now: f64): u32 {
       heapPush(<u32>id);
       prune();
     } else {
-      create(slot, hash, seq, depth);
+      createAt(r, slot, hash, seq, depth);
     }
     done++;
   }

@@ -60,24 +60,28 @@ export function loadIndexDump(index: KvIndex, dump: IndexDump, now: number, acce
   if (dump.records.length % ENTRY_RECORD_BYTES !== 0) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `index dump of ${dump.records.length} bytes is not a whole number of records`);
   }
-  const map = new Map<number, number>();
-  for (const s of dump.slots) if (accept(s.worker, s.dpRank)) map.set(s.slot, index.slotFor(s.worker, s.dpRank));
+  // Old slot number → this index's slot, -1 for workers not taken.
+  const map = new Int32Array(dump.slots.reduce((m, x) => Math.max(m, x.slot + 1), 0)).fill(-1);
+  for (const s of dump.slots) if (accept(s.worker, s.dpRank)) map[s.slot] = index.slotFor(s.worker, s.dpRank);
   const total = dump.records.length / ENTRY_RECORD_BYTES;
-  const src = new DataView(dump.records.buffer, dump.records.byteOffset, dump.records.byteLength);
+  const recs = dump.records;
+  const src = recs.byteOffset % 4 === 0 ? new Uint32Array(recs.buffer, recs.byteOffset, recs.length >>> 2) : new Uint32Array(recs.slice().buffer);
+  const W = ENTRY_RECORD_BYTES >>> 2;
+  const slotOf = (old: number): number => (old < map.length ? map[old]! : -1);
   let loaded = 0;
   index.withCore("load_entries", (c) => {
     const cap = c.dump_cap();
-    let i = 0;
-    while (i < total) {
-      const io = new Uint8Array(c.memory.buffer, c.io_ptr(), cap * ENTRY_RECORD_BYTES);
-      const view = new DataView(io.buffer, io.byteOffset, io.byteLength);
+    for (let i = 0; i < total; i += cap) {
+      const k = Math.min(cap, total - i);
+      const io = new Uint32Array(c.memory.buffer, c.io_ptr(), cap * W);
+      // A whole chunk in one copy, slots rewritten in place; records of workers not taken are squeezed out.
+      io.set(src.subarray(i * W, (i + k) * W));
       let n = 0;
-      for (; i < total && n < cap; i++) {
-        const at = i * ENTRY_RECORD_BYTES;
-        const slot = map.get(src.getUint32(at + 16, true));
-        if (slot === undefined) continue;
-        io.set(dump.records.subarray(at, at + ENTRY_RECORD_BYTES), n * ENTRY_RECORD_BYTES);
-        view.setUint32(n * ENTRY_RECORD_BYTES + 16, slot, true);
+      for (let j = 0; j < k; j++) {
+        const slot = slotOf(io[j * W + 4]!);
+        if (slot < 0) continue;
+        if (n !== j) io.copyWithin(n * W, j * W, (j + 1) * W);
+        io[n * W + 4] = slot;
         n++;
       }
       if (n === 0) continue;
