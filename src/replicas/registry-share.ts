@@ -57,7 +57,8 @@ export class RegistryShare implements AdminChanges {
   readonly #pending = new Map<string, Entry>();
   readonly #applied;
   #queue: Promise<void> = Promise.resolve();
-  #retrying = false;
+  /** Entries being stored right now (a put waits for NATS while it is down): not sent twice. */
+  readonly #inflight = new Set<Entry>();
 
   constructor(deps: RegistryShareDeps, private readonly replicaId: string, private readonly boot: string) {
     this.#d = deps;
@@ -92,12 +93,7 @@ export class RegistryShare implements AdminChanges {
 
   /** Retries changes NATS did not take. */
   tick(): void {
-    if (this.#pending.size === 0 || this.#retrying) return;
-    this.#retrying = true;
-    const all = [...this.#pending.values()];
-    void Promise.all(all.map((e) => this.#store(e))).finally(() => {
-      this.#retrying = false;
-    });
+    for (const e of this.#pending.values()) if (!this.#inflight.has(e)) void this.#store(e);
   }
 
   #publish(e: Omit<Entry, "r" | "b" | "at">): void {
@@ -109,8 +105,13 @@ export class RegistryShare implements AdminChanges {
   }
 
   async #store(e: Entry): Promise<void> {
-    const ok = await this.#d.kv.put(workerKey(e.id), enc.encode(JSON.stringify(e)));
-    if (ok && this.#pending.get(e.id) === e) this.#pending.delete(e.id);
+    this.#inflight.add(e);
+    try {
+      const ok = await this.#d.kv.put(workerKey(e.id), enc.encode(JSON.stringify(e)));
+      if (ok && this.#pending.get(e.id) === e) this.#pending.delete(e.id);
+    } finally {
+      this.#inflight.delete(e);
+    }
   }
 
   /** Applied one after another: an add discovers models over HTTP, and a later remove must not overtake it. */

@@ -89,6 +89,32 @@ describe.skipIf(skip)("state shared between replicas", () => {
     }, 60_000);
   });
 
+  describe("across a NATS outage", () => {
+    beforeAll(fresh, 30_000);
+    afterAll(dispose, 30_000);
+
+    it("should deliver a registry change made while nats-server was down, and later changes and sessions after it is back", async () => {
+      const a = await pool.start("na", [], { workers: 2 });
+      const b = await pool.start("nb", [], { workers: 2 });
+      await nats.stop();
+      await until("A to notice the outage", () => metric(a.g, "kvgate_sync_connected"), (v) => v === 0);
+      expect((await fetch(`${a.g.url}/admin/workers/w1/drain`, { method: "POST", headers: auth })).status).toBe(200);
+      expect((await fetch(`${b.g.url}/ready`)).status).toBe(200);
+      expect((await workers(b.g)).w1).toBe("healthy");
+      await nats.restart();
+      await until("B to see the drain made during the outage", () => workers(b.g), (w) => w.w1 === "draining", 30_000);
+      expect((await addWorker(a.g.url, { url: sims[2]!.url, id: "w3", models: [MODEL], kv_events: true })).status).toBe(201);
+      await until("B to see a worker added after the outage", () => workers(b.g), (w) => w.w3 === "healthy", 30_000);
+      const session = { "x-session-id": "after-the-outage" };
+      const r = await post(`${a.g.url}/v1/chat/completions`, { ...chatOf("Sessions after an outage. "), max_tokens: 2 }, session);
+      expect(r.status).toBe(200);
+      await r.text();
+      const bound = (await route(a.g, chatOf("Sessions after an outage. "), session)).worker;
+      await until("B to honour a session bound after the outage", async () => metric(b.g, "kvgate_sync_sessions_applied_total"), (v) => v >= 1, 30_000);
+      expect((await route(b.g, chatOf("Another prompt. "), session)).worker).toBe(bound);
+    }, 90_000);
+  });
+
   describe("engine restarts seen through a peer", () => {
     beforeAll(fresh, 30_000);
     afterAll(dispose, 30_000);
