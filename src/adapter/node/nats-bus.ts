@@ -85,6 +85,7 @@ class NatsBus implements SyncBus {
       }
       throw new Error("the NATS connection was closed");
     },
+    current: () => (bus.#connected && !bus.#closed ? bus.#nc : undefined),
     get closed() {
       return bus.#closed;
     },

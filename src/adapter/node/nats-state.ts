@@ -12,6 +12,8 @@ type Store = Awaited<ReturnType<InstanceType<typeof import("@nats-io/obj")["Objm
 export interface ConnSource {
   /** Resolves with the connection once connected; rejects once the bus is closed. */
   up(): Promise<Conn>;
+  /** The connection while connected, else undefined. */
+  current(): Conn | undefined;
   readonly closed: boolean;
   log(line: string): void;
 }
@@ -42,9 +44,11 @@ export function natsKv(src: ConnSource, bucket: string, o: SyncKvOptions): SyncK
   });
   return {
     async put(key, value) {
-      if (src.closed) return false;
+      // Not held while NATS is down: callers keep what must get through (the registry) and drop the rest (sessions).
+      const nc = src.closed ? undefined : src.current();
+      if (!nc) return false;
       try {
-        await (await open(await src.up())).put(key, value);
+        await (await open(nc)).put(key, value);
         return true;
       } catch {
         return false;
