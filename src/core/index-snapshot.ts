@@ -65,7 +65,8 @@ export function loadIndexDump(index: KvIndex, dump: IndexDump, now: number, acce
   for (const s of dump.slots) if (accept(s.worker, s.dpRank)) map[s.slot] = index.slotFor(s.worker, s.dpRank);
   const total = dump.records.length / ENTRY_RECORD_BYTES;
   const recs = dump.records;
-  const src = recs.byteOffset % 4 === 0 ? new Uint32Array(recs.buffer, recs.byteOffset, recs.length >>> 2) : new Uint32Array(recs.slice().buffer);
+  const src = recs.byteOffset % 4 === 0 ? new Uint32Array(recs.buffer, recs.byteOffset, recs.length >>> 2)
+    : new Uint32Array(new Uint8Array(recs).buffer);
   const W = ENTRY_RECORD_BYTES >>> 2;
   const slotOf = (old: number): number => (old < map.length ? map[old]! : -1);
   let loaded = 0;

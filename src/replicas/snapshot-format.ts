@@ -104,7 +104,8 @@ export async function decodeSnapshot(bytes: Uint8Array): Promise<ReplicaSnapshot
   for (const s of streams as unknown[]) if (!Array.isArray(s) || s.length !== 3 || !isName(s[0]) || !isCount(s[1]) || !isCount(s[2])) corrupt("bad stream");
   return {
     replica: j.replica as string, streamSeq, takenAt,
-    index: { slots: slots as IndexDump["slots"], records: bytes.slice(HEADER_BYTES + jsonLen, body) },
+    // A copy of its own (the constructor copies; a Node Buffer's slice would be a view into the client's pool).
+    index: { slots: slots as IndexDump["slots"], records: new Uint8Array(bytes.subarray(HEADER_BYTES + jsonLen, body)) },
     sessions: sessions as ReplicaSnapshot["sessions"], streams: streams as ReplicaSnapshot["streams"],
   };
 }

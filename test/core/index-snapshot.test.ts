@@ -123,6 +123,12 @@ describe("index dump and load", () => {
     expect(loadIndexDump(dst, dump, 0, (w) => w === "w1")).toEqual({ loaded: 1, skipped: 1 });
     expect(loadIndexDump(dst, dump, 0, () => true)).toEqual({ loaded: 1, skipped: 1 });
     expect(dst.stats().entries).toBe(2);
+    // Records as a view at an odd offset of a larger buffer (a Node Buffer from the NATS client) load the same.
+    const pool = new Uint8Array(dump.records.length + 7);
+    pool.set(dump.records, 3);
+    const other = await index(100);
+    expect(loadIndexDump(other, { slots: dump.slots, records: Buffer.from(pool.buffer, 3, dump.records.length) }, 0, () => true)).toEqual({ loaded: 2, skipped: 0 });
+    expect(hooks.treeSize(other, "w0", 0) + hooks.treeSize(other, "w1", 0)).toBe(2);
   });
 
   it("should stay within the loading index's capacity", async () => {
