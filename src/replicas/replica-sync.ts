@@ -69,7 +69,7 @@ export class ReplicaSync {
     const reg = deps.registry;
     this.#connected = reg.gauge("kvgate_sync_connected", "1 while this replica is connected to NATS (state sharing with other replicas)");
     this.#published = reg.counter("kvgate_sync_published_total", "Messages this replica published to its peers, by kind (kv_batch, book, prefill, free, heartbeat, decision, dropped)");
-    this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
+    this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_restart, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
     this.#remoteGauge = reg.gauge("kvgate_sync_remote_bookings", "Bookings other replicas hold, as this replica counts them in its cost");
     this.#streamGauge = reg.gauge("kvgate_sync_stream_seq", "Last event-stream sequence this replica has read (a snapshot it writes covers up to here)");
     this.#missed = reg.counter("kvgate_sync_stream_missed_total", "Event-stream messages this replica never read: trimmed from the stream (age or count limit) before it got to them");
