@@ -13,6 +13,7 @@ import {
   totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
+import { dumpEntries, loadEntries } from "./index/entry-dump";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
 import { applyBatch, corruptAt } from "./events/event-batch";
 import { decodeBatch, rank as batchRank, eventCount, hasClear, DELTAS } from "./events/engine-batch";
@@ -262,6 +263,26 @@ export function record_route(slot: i32, nBlocks: i32, now: f64, ttl: f64): i32 {
 }
 
 export function expire(now: f64): i32 { return ready ? expireAt(now) : E_STATE; }
+
+/** Entries IO holds as 32-byte snapshot records (see assembly/index/entry-dump.ts). */
+export function dump_cap(): i32 { return ready ? <i32>((<usize>ioCap * 24) >> 5) : 0; }
+
+/**
+ * Snapshot: up to `max` entries from table position `cursor` on, as records into IO (TTLs as time left at `now`).
+ * Returns records written; RESULT holds the position to continue from (u64), the table size when done.
+ */
+export function dump_entries(cursor: i32, max: i32, now: f64): i32 {
+  if (!ready) return E_STATE;
+  if (cursor < 0 || max < 0 || max > dump_cap()) return E_BAD_ARG;
+  return <i32>dumpEntries(<u64>cursor, <u32>max, now, io, result);
+}
+
+/** Loads `n` snapshot records from IO (slots mapped to open slots); TTLs restart from `now`. Returns entries inserted. */
+export function load_entries(n: i32, now: f64): i32 {
+  if (!ready) return E_STATE;
+  if (n < 0 || n > dump_cap()) return E_BAD_ARG;
+  return <i32>loadEntries(io, <u32>n, now);
+}
 
 export function score(n: i32, isl: f64, weight: f64, temperature: f64, rand: f64): i32 {
   if (!ready) return E_STATE;

@@ -28,6 +28,10 @@ export const BENCHES: Record<string, { about: string; load: () => Promise<BenchM
     about: "the C host (libkvgate, wasm2c) vs the JS host: vLLM batch apply, binary batch apply, find_matches; JS / C ratios (issue 15)",
     load: () => import("./embed.ts"),
   },
+  snapshot: {
+    about: "warm-restart snapshots: index dump, seal, decode and load vs rebuilding the index from the same KV events (issue 14)",
+    load: () => import("./snapshot.ts"),
+  },
   gateway: {
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),

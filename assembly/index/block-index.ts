@@ -138,7 +138,15 @@ function promoteAlias(slot: i32, seq: u64): bool {
   return false;
 }
 
-function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
+/** `create` at the empty record `r` that entryProbe just returned for (slot, hash) (nothing deleted in between). */
+export function createAt(r: usize, slot: i32, hash: u64, seq: u64, depth: u32): usize {
+  entryFill(r, slot, hash, seq, depth);
+  bump(sizes, slot, 1);
+  attach(r, slot, seq);
+  return r;
+}
+
+export function create(slot: i32, hash: u64, seq: u64, depth: u32): usize {
   const r = entryInsert(slot, hash, seq, depth);
   bump(sizes, slot, 1);
   attach(r, slot, seq);
@@ -156,7 +164,7 @@ function dropOldest(): bool {
 }
 
 /** Evicts approximate entries until `need` entries are free. */
-function evictFor(need: u32): void {
+export function evictFor(need: u32): void {
   while (freeEntries() < need && dropOldest()) count(C_EVICTED);
 }
 
@@ -264,7 +272,7 @@ export function expire(now: f64): i32 {
   return n;
 }
 
-function prune(): void {
+export function prune(): void {
   if (ttlCount <= approxMax) return;
   const target = <u32>Math.floor(<f64>approxMax * pruneRatio);
   let n: u32 = 0;

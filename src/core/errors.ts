@@ -30,7 +30,9 @@ export type ErrorCode =
   | "KVGATE_ERR_UPSTREAM"
   | "KVGATE_ERR_UPSTREAM_TIMEOUT"
   /** A message from another router replica that kvgate cannot read (src/replicas/). */
-  | "KVGATE_ERR_SYNC_MESSAGE";
+  | "KVGATE_ERR_SYNC_MESSAGE"
+  /** An index snapshot of another format version, or corrupt (src/replicas/snapshot-format.ts): not loaded. */
+  | "KVGATE_ERR_SNAPSHOT";
 
 const STATUS: Record<ErrorCode, number> = {
   KVGATE_ERR_BAD_ARGUMENT: 400,
@@ -74,6 +76,7 @@ const STATUS: Record<ErrorCode, number> = {
   // Gateway: a worker did not answer (or went silent mid-body) within the configured timeout.
   KVGATE_ERR_UPSTREAM_TIMEOUT: 504,
   KVGATE_ERR_SYNC_MESSAGE: 400,
+  KVGATE_ERR_SNAPSHOT: 422,
 };
 
 export class KvgateError extends Error {

@@ -92,6 +92,17 @@ export class KvEventStream {
     }
   }
 
+  /**
+   * Picks up where a snapshot of this stream left off (a warm restart): `seq` counts as applied and as the last live one,
+   * so later batches continue it and a lower sequence number from the engine shows as its restart. Only before the first batch.
+   */
+  resumeAt(seq: number): boolean {
+    if (this.#closed || this.lastSeq >= 0 || this.#lastLive >= 0 || this.#replay || !Number.isInteger(seq) || seq < 0) return false;
+    this.lastSeq = seq;
+    this.#lastLive = seq;
+    return true;
+  }
+
   /** Resolves once no replay is running (chained rounds included). */
   async settled(): Promise<void> {
     while (this.#replay) await this.#replay;

@@ -106,6 +106,7 @@ export interface GatewayConfig {
     streamMaxAgeMs: number;
     streamMaxMsgs: number;
     heartbeatMs: number;
+    snapshotIntervalMs: number;
   };
   index: { capacity: number; maxSlots: number; maxPromptTokens: number };
   upstream: {

@@ -4,7 +4,7 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import type { HedgePolicy } from "./hedge-policy.ts";
-import type { NowFn, Router, RoutingExtension } from "../routing/index.ts";
+import type { NowFn, Router, RoutingExtension, WorkerHealth } from "../routing/index.ts";
 import type { TokenizerRegistry } from "../tokenize/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { Fleet } from "./fleet.ts";
@@ -16,6 +16,13 @@ import type { WorkerHealthMonitor } from "./worker-health.ts";
 import type { DecisionRing } from "./decision-ring.ts";
 
 export type LogFn = (level: "info" | "warn", message: string) => void;
+
+/** Told of the admin API's worker changes once applied (router replicas share them: src/replicas/registry-share.ts). */
+export interface AdminChanges {
+  workerAdded(id: string): void;
+  workerRemoved(id: string): void;
+  workerHealth(id: string, health: WorkerHealth): void;
+}
 
 export interface GatewayState {
   readonly config: GatewayConfig;
@@ -40,6 +47,8 @@ export interface GatewayState {
   readonly fineNow: NowFn;
   readonly log: LogFn;
   newRequestId(): string;
+  /** Set when router replicas share the worker registry. */
+  adminChanges?: AdminChanges;
 }
 
 /** One client request on its way through kvgate (one per chat/completions call, across retries and migrations). */

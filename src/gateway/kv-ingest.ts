@@ -137,19 +137,38 @@ export class KvIngest {
    * A batch another router replica received from an engine, fed to the same (worker, rank) stream. One at or below the
    * stream's last sequence number is a duplicate (this replica saw it itself, or it is a late echo) and is not applied.
    */
-  ingestFromPeer(worker: string, dpRank: number, seq: number, bytes: Uint8Array): "applied" | "duplicate" | "ignored" {
+  ingestFromPeer(worker: string, dpRank: number, seq: number, bytes: Uint8Array, restarted = false): "applied" | "duplicate" | "ignored" {
     const w = this.fleet.get(worker);
     if (!w || !w.kvEvents || dpRank < w.dpStart || dpRank >= w.dpStart + w.dpSize) return "ignored";
     const s = this.#zmqWorkers.has(w.id) ? this.hub.get(w.id, dpRank) : this.#stream(w, dpRank);
     if (!s) return "ignored";
-    if (seq <= s.lastSeq) return "duplicate";
+    // A peer that saw the engine's sequence go back says so: the stream then judges the batch itself (a restart it has
+    // not seen clears the worker's view; one it has seen leaves the batch a duplicate).
+    if (seq <= s.lastSeq && !restarted) return "duplicate";
+    const before = s.counters.batches + s.counters.restarts;
     this.#fromPeer = true;
     try {
       s.onBatch(seq, bytes);
     } finally {
       this.#fromPeer = false;
     }
-    return "applied";
+    return restarted && s.counters.batches + s.counters.restarts === before ? "duplicate" : "applied";
+  }
+
+  /** Each HTTP-fed (worker, rank) stream's last applied sequence number, for a warm-restart snapshot. */
+  streamSeqs(): [string, number, number][] {
+    return this.hub.streams().filter((s) => s.lastSeq >= 0 && !this.#zmqWorkers.has(s.worker)).map((s) => [s.worker, s.dpRank, s.lastSeq]);
+  }
+
+  /** A snapshot's sequence numbers, for streams of known workers that have not started yet; returns how many resumed. */
+  resumeStreams(list: readonly [string, number, number][]): number {
+    let n = 0;
+    for (const [worker, rank, seq] of list) {
+      const w = this.fleet.get(worker);
+      if (!w || !w.kvEvents || this.#zmqWorkers.has(w.id) || rank < w.dpStart || rank >= w.dpStart + w.dpSize) continue;
+      if (this.#stream(w, rank).resumeAt(seq)) n++;
+    }
+    return n;
   }
 
   /** Starts receiving a worker's events over ZeroMQ when it has a zmq endpoint; a clear error where the runtime has no ZeroMQ. */

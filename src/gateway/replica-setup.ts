@@ -8,6 +8,7 @@ import { EVENTS_PREFIX, validReplicaId } from "../replicas/sync-messages.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { SyncBusFactory } from "../replicas/sync-bus.ts";
 import type { GatewayState } from "./gateway-state.ts";
+import { replicaState } from "../replicas/replica-state-setup.ts";
 
 function randomReplicaId(): string {
   const r = new Uint32Array(2);
@@ -31,6 +32,8 @@ export function startReplicaSync(config: GatewayConfig, host: { syncBus?: SyncBu
     streamMaxAgeMs: o.streamMaxAgeMs, streamMaxMsgs: o.streamMaxMsgs, log: warn,
   });
   state.log("info", `replica ${replicaId}: sharing KV events, bookings and decisions over ${o.nats} (stream ${o.stream})`);
-  return new ReplicaSync({ bus, router: state.router, index: state.index, ingest: state.ingest, registry: state.metrics.registry, now: state.now, log: warn },
+  const sync = new ReplicaSync({ bus, router: state.router, index: state.index, ingest: state.ingest, registry: state.metrics.registry, now: state.now, log: warn },
     { replicaId, heartbeatMs: o.heartbeatMs });
+  sync.state = replicaState(bus, state, { replicaId, boot: sync.boot, bucketPrefix: o.stream, snapshotIntervalMs: o.snapshotIntervalMs });
+  return sync;
 }

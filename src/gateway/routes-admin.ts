@@ -64,6 +64,7 @@ export function adminRoutes(gw: GatewayState): Hono {
       throw e;
     }
     gw.log("info", `worker ${w.id} added: ${w.url} serving ${w.models.join(", ")}${w.kvEvents ? " (KV events)" : ""}`);
+    gw.adminChanges?.workerAdded(w.id);
     return c.json(workerJson(gw, w), 201);
   });
 
@@ -75,6 +76,7 @@ export function adminRoutes(gw: GatewayState): Hono {
     }
     gw.fleet.setHealth(id, health as WorkerHealth);
     gw.health.operatorSet(id, health);
+    gw.adminChanges?.workerHealth(id, health as WorkerHealth);
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 
@@ -82,6 +84,7 @@ export function adminRoutes(gw: GatewayState): Hono {
     const id = c.req.param("id");
     gw.fleet.setHealth(id, "draining");
     gw.health.operatorSet(id, "draining");
+    gw.adminChanges?.workerHealth(id, "draining");
     return c.json(workerJson(gw, gw.fleet.require(id)));
   });
 
@@ -91,6 +94,7 @@ export function adminRoutes(gw: GatewayState): Hono {
     gw.health.forget(id);
     gw.ingest.forget(id);
     gw.log("info", `worker ${id} removed (${freed} bookings freed)`);
+    gw.adminChanges?.workerRemoved(id);
     return c.json({ id, removed: true, freed_bookings: freed });
   });
 

@@ -9,8 +9,9 @@ import type { Router } from "../routing/router.ts";
 import type { NowFn } from "../routing/clock.ts";
 import { RemoteBookings } from "./remote-bookings.ts";
 import type { SyncBus, SyncMessage } from "./sync-bus.ts";
+import type { ReplicaState } from "./replica-state.ts";
 import {
-  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_RANK, HEADER_REPLICA, HEADER_SEQ, HEADER_WORKER,
+  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_BOOT, HEADER_RANK, HEADER_REPLICA, HEADER_RESTART, HEADER_SEQ, HEADER_WORKER,
   subjectToken, type BookingMessage, type BookingTuple,
 } from "./sync-messages.ts";
 
@@ -21,6 +22,8 @@ export interface ReplicaSyncOptions {
   missedHeartbeats?: number;
   /** Bookings kept per peer, and own bookings listed in a heartbeat. */
   maxBookingsPerPeer?: number;
+  /** Random per process (see HEADER_BOOT); default a fresh one. */
+  boot?: string;
 }
 
 export interface ReplicaSyncDeps {
@@ -51,15 +54,25 @@ export class ReplicaSync {
   readonly #remoteGauge;
   #lastBeat = -Infinity;
   #words = new Uint32Array(512);
+  /** Last event-stream sequence seen (what a snapshot taken now covers). */
+  #streamSeq = 0;
+  /** Last engine sequence number shared per (worker, rank): one going back marks the batch as a restart. */
+  readonly #lastShared = new Map<string, number>();
+  readonly #streamGauge;
+  readonly #missed;
+  /** Snapshots, shared sessions and registry (replica-state.ts); set before the connection is up. */
+  state: ReplicaState | undefined;
 
   constructor(deps: ReplicaSyncDeps, options: ReplicaSyncOptions) {
     this.#d = deps;
-    this.#o = { missedHeartbeats: 3, maxBookingsPerPeer: 10_000, ...options };
+    this.#o = { missedHeartbeats: 3, maxBookingsPerPeer: 10_000, boot: randomBoot(), ...options };
     const reg = deps.registry;
     this.#connected = reg.gauge("kvgate_sync_connected", "1 while this replica is connected to NATS (state sharing with other replicas)");
     this.#published = reg.counter("kvgate_sync_published_total", "Messages this replica published to its peers, by kind (kv_batch, book, prefill, free, heartbeat, decision, dropped)");
-    this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
+    this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_restart, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
     this.#remoteGauge = reg.gauge("kvgate_sync_remote_bookings", "Bookings other replicas hold, as this replica counts them in its cost");
+    this.#streamGauge = reg.gauge("kvgate_sync_stream_seq", "Last event-stream sequence this replica has read (a snapshot it writes covers up to here)");
+    this.#missed = reg.counter("kvgate_sync_stream_missed_total", "Event-stream messages this replica never read: trimmed from the stream (age or count limit) before it got to them");
     this.#connected.set(undefined, 0);
     this.#remoteGauge.set(undefined, 0);
     this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer);
@@ -70,16 +83,25 @@ export class ReplicaSync {
     deps.ingest.share = (w, dp, seq, payload) => this.#shareBatch(w, dp, seq, payload);
     deps.bus.subscribe(`${BOOKINGS_PREFIX}.*`, (m) => this.#onBooking(m));
     deps.bus.subscribe(`${DECISIONS_PREFIX}.*`, (m) => this.#onDecision(m));
-    deps.bus.consumeStream((m) => this.#onBatch(m));
+    deps.bus.consumeStream((m) => this.#onBatch(m), { coveredSeq: async () => {
+      const seq = (await this.state?.beforeReplay()) ?? 0;
+      this.#streamSeq = Math.max(this.#streamSeq, seq);
+      return seq;
+    } });
   }
 
   get replicaId(): string {
     return this.#o.replicaId;
   }
 
+  get boot(): string {
+    return this.#o.boot;
+  }
+
   // ---- this replica's state, published ---------------------------------------------------------------------
 
-  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number }): void {
+  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string }): void {
+    this.state?.booked(b);
     if (this.#own.size < this.#o.maxBookingsPerPeer) this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks });
     this.#sendBooking({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks });
   }
@@ -112,6 +134,7 @@ export class ReplicaSync {
       this.#d.log(`replica ${peer} missed ${this.#o.missedHeartbeats} heartbeats: its bookings no longer count`);
     }
     this.#remoteGauge.set(undefined, this.remote.size);
+    this.state?.tick(now, this.#streamSeq);
   }
 
   close(): Promise<void> {
@@ -131,9 +154,14 @@ export class ReplicaSync {
   }
 
   #shareBatch(worker: string, dpRank: number, seq: number, payload: Uint8Array): void {
-    this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, Uint8Array.prototype.slice.call(payload), {
-      [HEADER_REPLICA]: this.#o.replicaId, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
-    });
+    const key = `${dpRank}\u0000${worker}`;
+    const prev = this.#lastShared.get(key);
+    this.#lastShared.set(key, seq);
+    const headers: Record<string, string> = {
+      [HEADER_REPLICA]: this.#o.replicaId, [HEADER_BOOT]: this.#o.boot, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
+    };
+    if (prev !== undefined && seq < prev) headers[HEADER_RESTART] = "1";
+    this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, Uint8Array.prototype.slice.call(payload), headers);
   }
 
   #publish(kind: string, subject: string, data: Uint8Array, headers?: Record<string, string>): void {
@@ -149,7 +177,12 @@ export class ReplicaSync {
   // ---- peers' state, applied ------------------------------------------------------------------------------
 
   #onBatch(m: SyncMessage): void {
-    if (m.header(HEADER_REPLICA) === this.#o.replicaId) return;
+    if (m.seq !== undefined) {
+      if (m.seq > this.#streamSeq + 1) this.#missed.inc(undefined, m.seq - this.#streamSeq - 1);
+      this.#streamSeq = Math.max(this.#streamSeq, m.seq);
+      this.#streamGauge.set(undefined, this.#streamSeq);
+    }
+    if (m.header(HEADER_REPLICA) === this.#o.replicaId && m.header(HEADER_BOOT) === this.#o.boot) return;
     const worker = m.header(HEADER_WORKER);
     const rank = Number(m.header(HEADER_RANK));
     const seq = Number(m.header(HEADER_SEQ));
@@ -158,8 +191,9 @@ export class ReplicaSync {
       return;
     }
     try {
-      const r = this.#d.ingest.ingestFromPeer(worker, rank, seq, m.data);
-      this.#applied.inc({ kind: r === "applied" ? "kv_batch" : r === "duplicate" ? "kv_duplicate" : "ignored" });
+      const restart = m.header(HEADER_RESTART) === "1";
+      const r = this.#d.ingest.ingestFromPeer(worker, rank, seq, m.data, restart);
+      this.#applied.inc({ kind: r === "applied" ? (restart ? "kv_restart" : "kv_batch") : r === "duplicate" ? "kv_duplicate" : "ignored" });
     } catch (e) {
       this.#applied.inc({ kind: "invalid" });
       this.#d.log(`replica sync: a peer's KV batch of ${worker}: ${(e as Error).message}`);
@@ -206,4 +240,10 @@ export class ReplicaSync {
       this.#d.log(`replica sync: recording a decision of ${peer} on ${worker}: ${(e as Error).message}`);
     }
   }
+}
+
+function randomBoot(): string {
+  const r = new Uint32Array(2);
+  crypto.getRandomValues(r);
+  return `${r[0]!.toString(36)}${r[1]!.toString(36)}`;
 }

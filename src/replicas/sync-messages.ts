@@ -11,6 +11,10 @@ export const HEADER_REPLICA = "kvgate-replica";
 export const HEADER_WORKER = "kvgate-worker";
 export const HEADER_RANK = "kvgate-rank";
 export const HEADER_SEQ = "kvgate-seq";
+/** Random per process: a replica restarted under the same id reads its earlier batches as a peer's. */
+export const HEADER_BOOT = "kvgate-boot";
+/** "1" on a batch whose engine sequence number went back at the publisher: the engine restarted. */
+export const HEADER_RESTART = "kvgate-restart";
 
 /** NATS subject tokens cannot hold dots, spaces or wildcards: worker ids (host:port) are escaped into one token. */
 export function subjectToken(s: string): string {

@@ -34,7 +34,7 @@ export interface FreedInfo {
 /** Hooks for metrics and tests; called synchronously, must not throw. */
 export interface RouterObserver {
   routed?(signals: RouteSignals): void;
-  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number }): void;
+  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string }): void;
   /** The booking's first token: its prefill stopped loading the worker. */
   prefillDone?(info: { bookingId: number; worker: string; dpRank: number }): void;
   freed?(info: FreedInfo): void;
@@ -96,6 +96,7 @@ export class Router {
       onRouted: (s) => this.#observer?.routed?.(s),
       onBooked: (b) => this.#observer?.booked?.({
         bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks,
+        sessionId: b.sessionId,
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
@@ -319,6 +320,16 @@ export class Router {
   /** A session's binding (undefined when unknown), for the admin API and tests. */
   session(id: string): { target?: { worker: string; dpRank: number }; initializing: boolean; leases: number } | undefined {
     return this.#core.sessions.inspect(id);
+  }
+
+  /** Sessions bound elsewhere (another router replica) or restored from a snapshot; false when not taken (see SessionAffinity.adopt). */
+  adoptSession(id: string, target: { worker: string; dpRank: number }): boolean {
+    return this.#core.sessions.adopt(id, target);
+  }
+
+  /** The live session bindings. */
+  sessionBindings(): IterableIterator<[string, { worker: string; dpRank: number }]> {
+    return this.#core.sessions.bindings();
   }
 
   snapshot(): RouterSnapshot {

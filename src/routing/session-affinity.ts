@@ -98,6 +98,28 @@ export class SessionAffinity {
     if (e && !e.init) e.target = { worker: target.worker, dpRank: target.dpRank };
   }
 
+  /**
+   * A binding another router replica made (src/replicas/session-share.ts): taken unless a request here is binding the
+   * session right now (its own binding is shared in turn). Its idle TTL starts again. False when not taken.
+   */
+  adopt(id: string, target: AffinityTarget): boolean {
+    let e = this.#entries.get(id);
+    if (e?.init) return false;
+    if (!e) {
+      if (this.#entries.size >= this.options.maxEntries) this.reap();
+      if (this.#entries.size >= this.options.maxEntries) return false;
+      e = this.#create(id);
+    }
+    e.target = { worker: target.worker, dpRank: target.dpRank };
+    if (e.leases === 0) e.idleDeadline = this.now() + this.options.ttlMs;
+    return true;
+  }
+
+  /** The live bindings (none being made, none expired), for snapshots. */
+  *bindings(): IterableIterator<[string, AffinityTarget]> {
+    for (const [id, e] of this.#entries) if (e.target && !e.init && !this.#expired(e)) yield [id, e.target];
+  }
+
   acquireLease(id: string): void {
     const e = this.#entries.get(id);
     if (e) e.leases++;

@@ -160,3 +160,24 @@ describe("binding lifecycle", () => {
     expect(routed(await f.router.route({ requestId: "4", tokens: next, model: "m", sessionId: "S" })).worker).toBe("b");
   });
 });
+
+describe("bindings made elsewhere", () => {
+  it("adopts a peer's binding, never over a request binding here, and lists live bindings only", async () => {
+    const { SessionAffinity } = await import("../../src/routing/session-affinity.ts");
+    let now = 0;
+    const s = new SessionAffinity(() => now, { ttlMs: 1_000, maxEntries: 2, maxIdBytes: 64 });
+    expect(s.adopt("a", { worker: "w1", dpRank: 0 })).toBe(true);
+    expect(await s.claim("a")).toEqual({ kind: "bound", target: { worker: "w1", dpRank: 0 } });
+    const first = await s.claim("b");
+    expect(first.kind).toBe("first");
+    expect(s.adopt("b", { worker: "w2", dpRank: 0 })).toBe(false);
+    if (first.kind === "first") s.bind("b", first.token, { worker: "w3", dpRank: 1 });
+    expect([...s.bindings()]).toEqual([["a", { worker: "w1", dpRank: 0 }], ["b", { worker: "w3", dpRank: 1 }]]);
+    // The table is full: a third session is refused until the others expire.
+    expect(s.adopt("c", { worker: "w1", dpRank: 0 })).toBe(false);
+    now = 1_500;
+    expect([...s.bindings()]).toEqual([]);
+    expect(s.adopt("c", { worker: "w1", dpRank: 0 })).toBe(true);
+    expect(s.peek("c")).toEqual({ worker: "w1", dpRank: 0 });
+  });
+});

@@ -2,16 +2,17 @@
  * @module The SyncBus of router replicas on Node: @nats-io/transport-node and JetStream. Connects in the background,
  * reconnects forever, keeps subscriptions and the stream's ordered consumer across outages.
  */
-import type { SyncBus, SyncBusFactory, SyncBusOptions, SyncMessage } from "../../replicas/sync-bus.ts";
+import type { StreamStart, SyncBus, SyncBusFactory, SyncBusOptions, SyncKv, SyncKvOptions, SyncMessage, SyncObjects } from "../../replicas/sync-bus.ts";
+import { natsKv, natsObjects, type ConnSource } from "./nats-state.ts";
 
 type Nats = typeof import("@nats-io/transport-node");
 type Conn = Awaited<ReturnType<Nats["connect"]>>;
-type MsgLike = { subject: string; data: Uint8Array; headers?: { get(k: string): string } };
+type MsgLike = { subject: string; data: Uint8Array; seq?: number; headers?: { get(k: string): string } };
 
 /** Bytes published while disconnected that the client may hold for the reconnect; more are dropped. */
 const OUTAGE_BUFFER_BYTES = 8 << 20;
 
-const asMessage = (m: MsgLike): SyncMessage => ({ subject: m.subject, data: m.data, header: (k) => m.headers?.get(k) || undefined });
+const asMessage = (m: MsgLike): SyncMessage => ({ subject: m.subject, data: m.data, seq: m.seq, header: (k) => m.headers?.get(k) || undefined });
 
 class NatsBus implements SyncBus {
   #nc: Conn | undefined;
@@ -22,6 +23,7 @@ class NatsBus implements SyncBus {
   #outbox: [string, Uint8Array, Readonly<Record<string, string>> | undefined][] = [];
   readonly #subs: [string, (m: SyncMessage) => void][] = [];
   #stream: ((m: SyncMessage) => void) | undefined;
+  #from: StreamStart = {};
   readonly #listeners: ((up: boolean) => void)[] = [];
   readonly #ready: Promise<void>;
 
@@ -62,9 +64,33 @@ class NatsBus implements SyncBus {
     if (this.#nc) this.#subscribeNow(this.#nc, subject, onMessage);
   }
 
-  consumeStream(onMessage: (m: SyncMessage) => void): void {
+  consumeStream(onMessage: (m: SyncMessage) => void, start: StreamStart = {}): void {
     this.#stream = onMessage;
+    this.#from = start;
   }
+
+  kv(bucket: string, options: SyncKvOptions): SyncKv {
+    return natsKv(this.#source, bucket, options);
+  }
+
+  objects(bucket: string, options: { maxBytes: number }): SyncObjects {
+    return natsObjects(this.#source, bucket, options);
+  }
+
+  readonly #source: ConnSource = ((bus: NatsBus): ConnSource => ({
+    up: async () => {
+      while (!bus.#closed) {
+        if (bus.#connected && bus.#nc) return bus.#nc;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error("the NATS connection was closed");
+    },
+    current: () => (bus.#connected && !bus.#closed ? bus.#nc : undefined),
+    get closed() {
+      return bus.#closed;
+    },
+    log: (line) => bus.o.log(line),
+  }))(this);
 
   onStatus(listener: (connected: boolean) => void): void {
     this.#listeners.push(listener);
@@ -160,6 +186,13 @@ class NatsBus implements SyncBus {
     const { jetstream, DeliverPolicy } = await import("@nats-io/jetstream");
     const js = jetstream(nc);
     let last = 0;
+    if (this.#from.coveredSeq) {
+      try {
+        last = Math.max(0, await this.#from.coveredSeq());
+      } catch (e) {
+        this.o.log(`NATS stream ${this.o.stream}: where to start: ${(e as Error).message}; reading it from its start`);
+      }
+    }
     while (!this.#closed && !nc.isClosed()) {
       try {
         await this.#ensureStream(nc);
