@@ -5,7 +5,7 @@
  * is tried while the budget lasts. A request pinned to a worker (`kvgate.worker_id`) is not moved.
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
-import { queueRejectedError, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
+import { queueRejectedError, type DecisionRecord, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { retryableStatus, sendUpstream, UpstreamFailure, type Attempt } from "./upstream.ts";
 
@@ -20,6 +20,8 @@ export interface Dispatched {
    * says nothing about routing, so the prefill leg's usage is the actual hit recorded instead.
    */
   kvTransferred?: boolean;
+  /** The decision's candidates table, when the client asked to explain it. */
+  decision?: DecisionRecord;
 }
 
 /** How one leg of a request is routed and sent; disaggregated serving sends two legs per request. */
@@ -67,7 +69,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     try {
       outcome = await gw.router.route({
         requestId: leg.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
-        overrides: leg.overrides, priority: ex.ext.priority, target: leg.target,
+        overrides: leg.overrides, priority: ex.ext.priority, target: leg.target, explain: ex.explain || undefined,
       });
     } catch (e) {
       // Every worker left was excluded by this request's failures: report the failure, not the empty fleet.
@@ -86,7 +88,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
       const status = attempt.res.status;
       if (attempt.res.ok || !retryableStatus(status)) {
         gw.health.attemptSucceeded(signals.worker);
-        return { attempt, handle, signals, kvTransferred: leg.prefilled };
+        return { attempt, handle, signals, kvTransferred: leg.prefilled, decision: ex.explain ? outcome.decision : undefined };
       }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);

@@ -9,6 +9,7 @@ import type { Exchange, GatewayState } from "./gateway-state.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
 import { requestScope } from "./request-scope.ts";
 import { upstreamHeaders } from "./upstream.ts";
+import { EXPLAIN_HEADER, wantsExplain } from "./explain.ts";
 
 function bad(message: string, param: string): never {
   throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message, { param });
@@ -67,6 +68,7 @@ export function workerBody(raw: Record<string, unknown>, rawText: string | undef
  */
 export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string): Promise<Exchange> {
   const arrivedAt = gw.fineNow();
+  const explain = wantsExplain(c.req.raw.headers, gw.config.adminToken);
   checkBody(endpoint, raw);
   const scope = requestScope(gw, raw, c.req.raw.headers);
   const model = scope.model;
@@ -76,12 +78,18 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
   const t = await gw.tokenizers.tokenize(endpoint, body, scope.tokenizerModel);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
+  const headers = upstreamHeaders(c.req.raw.headers, requestId);
+  // The explain request (and the admin token with it) is kvgate's, not the worker's.
+  if (explain) {
+    headers.delete(EXPLAIN_HEADER);
+    if (gw.config.adminToken !== "") headers.delete("authorization");
+  }
   return {
     endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, adapter: scope.adapter,
     namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
-    headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
-    signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
+    headers, ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
+    signal: c.req.raw.signal, arrivedAt, explain, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
   };
 }
 

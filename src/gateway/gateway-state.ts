@@ -70,6 +70,8 @@ export interface Exchange {
   readonly signal: AbortSignal;
   /** fineNow() at arrival. */
   readonly arrivedAt: number;
+  /** The client asked (x-kvgate-explain: 1, with the admin token when one is set) for the decision's candidates table. */
+  readonly explain: boolean;
   /** Workers that failed this request (never chosen again for it). */
   readonly excluded: string[];
   retriesLeft: number;
