@@ -217,9 +217,10 @@ export class Selector implements TieInputs {
 
   /** The candidates table (and, for "inputs", what a replay needs), read from the columns the kernel just used. */
   #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number): SelectionCapture {
-    if (p.pinned) return { candidates: [], chosen: -1 };
     const { f64, base, stride } = this.index.scoreColumns();
     const col = (c: number) => base + c * stride;
+    // A pinned rank was not chosen by cost: its table is empty (a replay has nothing to re-run but the hashes).
+    if (p.pinned) n = 0;
     const candidates: DecisionCandidate[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const r = this.#ranks[i]!;
@@ -228,13 +229,14 @@ export class Selector implements TieInputs {
         decodeBlocks: f64[col(ScoreCol.decode) + i]!, activeOverlapBlocks: f64[col(ScoreCol.activeOverlap) + i]!, cost: f64[col(ScoreCol.cost) + i]!,
       };
     }
+    if (p.pinned) chosen = -1;
     if (p.capture !== Capture.inputs && p.capture !== Capture.inputsWithTokens) return { candidates, chosen };
     const tree = new Array<number>(n);
     for (let i = 0; i < n; i++) tree[i] = f64[col(ScoreCol.tree) + i]!;
     const sequenceWords = this.firstBlockWords().slice(0, 2 * this.#promptBlocks);
     const inputs: DecisionInputs = {
       policy: this.policy, overlapWeight: p.overlapWeight, temperature: p.temperature, blockSize,
-      draws: this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, sequenceWords,
+      draws: n === 0 ? [] : this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, sequenceWords,
     };
     if (this.#tie) inputs.tie = this.#tie;
     if (req.lora !== undefined) inputs.lora = req.lora;
