@@ -16,6 +16,7 @@ import { previewBody } from "./route-preview.ts";
 import { SseRelay } from "./sse-relay.ts";
 import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
 import { explainHeaders, explainTable } from "./explain.ts";
+import { RequestTrace } from "./request-trace.ts";
 
 function respond(body: BodyInit | null, upstream: Response, extra: Record<string, string>): Response {
   const headers = clientHeaders(upstream.headers);
@@ -42,6 +43,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
     if (!d.attempt.res.ok) return passThrough(gw, d, ex.requestId);
     try {
       const bytes = await readAll(d.attempt.res, gw.config.upstream.idleTimeoutMs);
+      ex.trace.streamEnd();
       d.handle.firstToken();
       d.handle.finish();
       try {
@@ -73,8 +75,22 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
 
 export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
   return async function completions(c: Context): Promise<Response> {
+    const trace = gw.tracing.tracer ? new RequestTrace(gw.tracing.tracer, c.req.raw.headers, { "http.request.method": "POST", "url.path": c.req.path }) : undefined;
+    if (!trace) return answer(c, undefined);
+    try {
+      const res = await answer(c, trace);
+      // A relayed stream ends its span when the stream ends; everything else has ended here.
+      if (!res.headers.get("content-type")?.startsWith("text/event-stream")) trace.end(res.status);
+      return res;
+    } catch (e) {
+      trace.end((e as { status?: number }).status ?? 500, (e as Error)?.message);
+      throw e;
+    }
+  };
+
+  async function answer(c: Context, trace: RequestTrace | undefined): Promise<Response> {
     const { value, text } = await readJsonObjectText(c.req.raw);
-    const ex = await prepareExchange(gw, c, endpoint, value, text);
+    const ex = await prepareExchange(gw, c, endpoint, value, text, trace);
     if (ex.ext.queryOnly) {
       const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
       const { signals, decision } = await gw.router.queryDecision({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target, explain: ex.explain || undefined });
@@ -87,5 +103,5 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
       return new SseRelay(gw, ex, first).response(await headersOf(first, ex.requestId));
     }
     return whole(gw, ex, first);
-  };
+  }
 }

@@ -66,6 +66,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
   for (;;) {
     const exclude = ex.ext.exclude ? [...ex.ext.exclude, ...ex.excluded] : ex.excluded;
     let outcome;
+    const routeStart = ex.trace.now();
     try {
       outcome = await gw.router.route({
         requestId: leg.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
@@ -79,13 +80,16 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     if (outcome.kind === "queue_rejected") throw queueRejectedError(outcome.rejection);
     if (outcome.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a dispatch");
     const { handle, signals } = outcome;
+    ex.trace.routed(signals, routeStart);
     if (leg.prefilled) handle.firstToken();
     // One prediction per request: a disaggregated request's is its prefill leg's (recorded by routePrefill).
     if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs, ex);
     let failure: UpstreamFailure;
     try {
-      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
+      const url = signals.endpoint + ex.path;
+      const attempt = await sendUpstream(gw.fetch, url, ex.trace.dispatchStart(signals, url, leg.headers ?? ex.headers), bodyText, leg.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
+      ex.trace.dispatchEnd(status, retryableStatus(status) ? `worker answered ${status}` : undefined);
       if (attempt.res.ok || !retryableStatus(status)) {
         gw.health.attemptSucceeded(signals.worker);
         return { attempt, handle, signals, kvTransferred: leg.prefilled, decision: ex.explain ? outcome.decision : undefined };
@@ -93,6 +97,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);
     } catch (e) {
+      ex.trace.dispatchEnd(undefined, (e as Error)?.message ?? String(e));
       if (!(e instanceof UpstreamFailure)) {
         handle.cancel();
         throw e;

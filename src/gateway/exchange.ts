@@ -10,6 +10,7 @@ import type { Endpoint } from "./prompt-tokens.ts";
 import { requestScope } from "./request-scope.ts";
 import { upstreamHeaders } from "./upstream.ts";
 import { EXPLAIN_HEADER, wantsExplain } from "./explain.ts";
+import { NO_TRACE, type RequestTrace } from "./request-trace.ts";
 
 function bad(message: string, param: string): never {
   throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message, { param });
@@ -66,7 +67,7 @@ export function workerBody(raw: Record<string, unknown>, rawText: string | undef
  * Parses, tokenizes and describes one request; shared with /v1/route. `rawText` is the text `raw` was parsed
  * from, when the caller has it.
  */
-export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string): Promise<Exchange> {
+export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string, trace: RequestTrace = NO_TRACE): Promise<Exchange> {
   const arrivedAt = gw.fineNow();
   const explain = wantsExplain(c.req.raw.headers, gw.config.adminToken);
   checkBody(endpoint, raw);
@@ -75,7 +76,9 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
   const ext = parseRoutingExtension(raw);
   const { body, bodyText, stream, stripUsage } = workerBody(raw, rawText, gw.config.upstream.streamUsage,
     scope.saltFromHeader ? scope.namespace : undefined);
+  const tokenizeStart = trace.now();
   const t = await gw.tokenizers.tokenize(endpoint, body, scope.tokenizerModel);
+  trace.tokenized(tokenizeStart, t.tokens.length, t.mode);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
   const headers = upstreamHeaders(c.req.raw.headers, requestId);
@@ -89,7 +92,7 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
     namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
     headers, ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
-    signal: c.req.raw.signal, arrivedAt, explain, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
+    signal: c.req.raw.signal, arrivedAt, explain, trace, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
   };
 }
 

@@ -9,6 +9,8 @@ import { fanOutDecisions, performanceNow, Router, type NowFn } from "../routing/
 import { DecisionRing } from "./decision-ring.ts";
 import { DecisionLogSink, type DecisionLogFactory } from "../decisions/decision-log-sink.ts";
 import { KvgateError } from "../core/errors.ts";
+import type { Tracer } from "@opentelemetry/api";
+import { createTracing } from "../observability/tracing.ts";
 import { createTextLoader, createTokenizerRegistry } from "../tokenize/index.ts";
 import { createApp } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -42,6 +44,10 @@ export interface GatewayHost {
   syncBus?: SyncBusFactory;
   /** Opens the decision log (--decision-log; Node); without it --decision-log is refused. */
   decisionLog?: DecisionLogFactory;
+  /** The runtime's environment, for the standard OTEL_* tracing variables (bootGateway passes the adapter's env). */
+  otelEnv?: Readonly<Record<string, string | undefined>>;
+  /** An embedder's own tracer (its provider and exporter); wins over otelEnv. */
+  tracer?: Tracer;
 }
 
 export interface Gateway {
@@ -135,7 +141,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
       onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
     }),
-    decisions, fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
+    decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }), fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
   for (const w of config.workers) {
@@ -157,6 +163,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: async () => {
     await sync?.close();
     await decisionLog?.close();
+    await state.tracing.flush();
     await state.ingest.close();
   } };
 }
