@@ -111,7 +111,9 @@ export class RequestTrace {
     this.#ended = true;
     this.#dispatch?.end();
     this.#root.setAttribute("http.response.status_code", status);
-    if (error || status >= 500) this.#root.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    // As the HTTP conventions have it for a server span: a 4xx is the client's doing and leaves the status unset.
+    if (status >= 500) this.#root.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    else if (error) this.#root.setAttribute("kvgate.error", error);
     this.#root.end();
   }
 }
