@@ -3,58 +3,13 @@
  * request to a loopback OTLP/HTTP receiver started here, with the named spans and correct parent/child links, and the
  * simulated engine (served over HTTP, behind a recording front) receives a traceparent of the same trace.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SimServer } from "../../src/adapter/node/sim-server.ts";
 import { tracingConfigFromEnv } from "../../src/observability/otel-config.ts";
 import { formatTraceparent, parseTraceparent } from "../../src/observability/traceparent.ts";
-import { post, sseData, startSim, startTestGateway, type TestGateway } from "../gateway/helpers.ts";
+import { post, sseData, startTestGateway, type TestGateway } from "../gateway/helpers.ts";
+import { attr, mark, otlpReceiver as receiver, recordedEngine, type OtlpSpan } from "./otlp-receiver.ts";
 
 const MODEL = "sim-model";
-
-interface OtlpSpan {
-  traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; startTimeUnixNano: string; endTimeUnixNano: string;
-  attributes: { key: string; value: Record<string, unknown> }[]; status: { code: number };
-}
-
-/** A loopback OTLP/HTTP receiver: every POSTed JSON body, and the spans in them. */
-async function receiver(): Promise<{ url: string; bodies: unknown[]; spans: () => OtlpSpan[]; service: () => string[]; close(): Promise<void> }> {
-  const bodies: { resourceSpans: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[] }[] = [];
-  const server: Server = createServer((req: IncomingMessage, res) => {
-    let text = "";
-    req.on("data", (c) => (text += c));
-    req.on("end", () => {
-      if (req.url === "/v1/traces" && req.headers["content-type"] === "application/json") bodies.push(JSON.parse(text));
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies,
-    spans: () => bodies.flatMap((b) => b.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))),
-    service: () => bodies.flatMap((b) => b.resourceSpans.map((r) => r.resource.attributes.find((a) => a.key === "service.name")!.value.stringValue)),
-    close: () => new Promise((r) => server.close(() => r())),
-  };
-}
-
-/** An engine behind a pass-through front that records the headers each request arrived with. */
-async function recordedEngine(gatewayUrl: string, id: string): Promise<{ sim: SimServer; url: string; seen: Headers[]; close(): Promise<void> }> {
-  const sim = await startSim(gatewayUrl, { model: MODEL, workerId: id });
-  const seen: Headers[] = [];
-  const front = await new Promise<Server>((resolve) => {
-    const s = serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => {
-      const u = new URL(req.url);
-      if (u.pathname.startsWith("/v1/")) seen.push(req.headers);
-      return fetch(sim.url + u.pathname + u.search, { method: req.method, headers: req.headers, body: req.method === "GET" ? undefined : await req.text() });
-    } }, () => resolve(s as Server)) as Server;
-  });
-  return { sim, seen, url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`, close: async () => {
-    await new Promise<void>((r) => { front.close(() => r()); front.closeAllConnections(); });
-    await sim.close();
-  } };
-}
 
 let otlp: Awaited<ReturnType<typeof receiver>>;
 let gw: TestGateway;
@@ -64,7 +19,7 @@ beforeAll(async () => {
   otlp = await receiver();
   gw = await startTestGateway([], { otelEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: "kvgate-test", OTEL_BSP_SCHEDULE_DELAY: "20" } });
   for (let i = 0; i < 2; i++) {
-    const e = await recordedEngine(gw.url, `e${i}`);
+    const e = await recordedEngine(gw.url, `e${i}`, MODEL);
     engines.push(e);
     await gw.gateway.state.fleet.add({ url: e.url, id: `e${i}`, models: [MODEL], kvEvents: true, blockSize: 16 });
   }
@@ -77,7 +32,6 @@ afterAll(async () => {
 });
 
 const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: MODEL, messages: [{ role: "user", content }], max_tokens: 4, ...extra });
-const attr = (s: OtlpSpan, key: string): unknown => Object.values(s.attributes.find((a) => a.key === key)?.value ?? {})[0];
 
 async function traceOf(traceId: string, names: string[]): Promise<OtlpSpan[]> {
   for (let i = 0; i < 100; i++) {
@@ -92,7 +46,7 @@ async function traceOf(traceId: string, names: string[]): Promise<OtlpSpan[]> {
 describe("OpenTelemetry traces over OTLP/HTTP", () => {
   it("continues the client's trace: kvgate.request under its traceparent, the phases under the request, the engine under dispatch", async () => {
     const client = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", traceFlags: 1 };
-    const before = engines.flatMap((e) => e.seen).length;
+    const before = mark(engines);
     const res = await post(`${gw.url}/v1/chat/completions`, chat("a traced request about caching and routing"), { traceparent: formatTraceparent(client) });
     expect(res.status).toBe(200);
     await res.json();
@@ -110,7 +64,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     for (const s of spans) expect(BigInt(s.endTimeUnixNano) >= BigInt(s.startTimeUnixNano)).toBe(true);
     const dispatch = spans.find((s) => s.name === "kvgate.dispatch")!;
     expect(dispatch.kind).toBe(3);
-    const got = engines.flatMap((e) => e.seen).slice(before);
+    const got = before.since();
     expect(got).toHaveLength(1);
     const upstream = parseTraceparent(got[0]!.get("traceparent"))!;
     expect(upstream.traceId).toBe(client.traceId);
@@ -121,10 +75,10 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
   it("starts a trace per request without a traceparent, with first_token and stream_end for a stream", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const before = engines.flatMap((e) => e.seen).length;
+      const before = mark(engines);
       const res = await post(`${gw.url}/v1/chat/completions`, chat(`streamed request ${i}`, { stream: true }));
       expect((await sseData(res)).at(-1)).toBe("[DONE]");
-      const tp = parseTraceparent(engines.flatMap((e) => e.seen).slice(before)[0]!.get("traceparent"))!;
+      const tp = parseTraceparent(before.since()[0]!.get("traceparent"))!;
       ids.push(tp.traceId);
       const spans = await traceOf(tp.traceId, ["kvgate.request", "kvgate.first_token", "kvgate.stream_end", "kvgate.dispatch"]);
       const root = spans.find((s) => s.name === "kvgate.request")!;
