@@ -47,7 +47,8 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const results: PolicyResult[] = [];
   for (const policy of cfg.policies) {
     bar.start(policy);
-    const run = await runPolicy({ ...common, policy, requests: fit.kept, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
+    const decisionLog = cfg.decisionLog ? { path: policyLogPath(cfg.decisionLog, policy), tokens: cfg.decisionLogTokens } : undefined;
+    const run = await runPolicy({ ...common, policy, requests: fit.kept, decisionLog, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
     const r = policyResult(run, cfg.engine.blockSize);
     results.push(r);
     for (const line of r.log.slice(0, 5)) host.stderr(`${policy}: ${line}\n`);
@@ -77,4 +78,10 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const failed = results.reduce((n, r) => n + r.summary.errors, 0);
   if (failed > 0) host.stderr(`replay: ${failed} requests failed; see the errors column and the JSON records\n`);
   return results.every((r) => r.summary.completed === 0) ? 1 : 0;
+}
+
+/** decisions.jsonl → decisions.<policy>.jsonl (or FILE.<policy> without an extension). */
+export function policyLogPath(path: string, policy: string): string {
+  const slash = path.lastIndexOf("/"), dot = path.lastIndexOf(".");
+  return dot > slash + 1 ? `${path.slice(0, dot)}.${policy}${path.slice(dot)}` : `${path}.${policy}`;
 }
