@@ -17,6 +17,7 @@ import { SseRelay } from "./sse-relay.ts";
 import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
 import { explainHeaders, explainTable } from "./explain.ts";
 import { RequestTrace } from "./request-trace.ts";
+import { recordUsage } from "./usage-feedback.ts";
 
 function respond(body: BodyInit | null, upstream: Response, extra: Record<string, string>): Response {
   const headers = clientHeaders(upstream.headers);
@@ -47,7 +48,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
       d.handle.firstToken();
       d.handle.finish();
       try {
-        if (!d.kvTransferred) gw.metrics.usage((JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage, ex);
+        if (!d.kvTransferred) recordUsage(gw, d.signals, (JSON.parse(new TextDecoder().decode(bytes)) as { usage?: unknown }).usage, ex);
       } catch {
         // not JSON: nothing to learn from it
       }

@@ -64,6 +64,7 @@ export interface RouterOptions {
   affinityMode: "hard" | "soft";
   sessionTtlMs: number;
   approxTtlMs: number;
+  closedLoop: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;

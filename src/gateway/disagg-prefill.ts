@@ -8,6 +8,7 @@ import { excludedOf, type DisaggReason } from "./disagg-decide.ts";
 import type { Dispatched } from "./dispatch-leg.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readAll, retryableStatus, sendUpstream, UpstreamFailure } from "./upstream.ts";
+import { recordUsage } from "./usage-feedback.ts";
 
 export type PrefillRoute =
   | { kind: "routed"; handle: RequestHandle; signals: RouteSignals }
@@ -71,7 +72,7 @@ export async function runPrefill(gw: GatewayState, ex: Exchange, leg: { handle: 
         handle.firstToken();
         handle.finish();
         // What the prefill engine found cached is the request's actual hit (the decode counts transferred KV cached).
-        gw.metrics.usage((json as { usage?: unknown }).usage, ex);
+        recordUsage(gw, signals, (json as { usage?: unknown }).usage, ex);
         gw.metrics.disaggLeg.observe({ leg: "prefill" }, (gw.fineNow() - started) / 1000);
         return { kind: "done", worker, json: json as Record<string, unknown> };
       }

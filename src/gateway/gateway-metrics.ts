@@ -73,6 +73,10 @@ export class GatewayMetrics {
   readonly plansOpened = this.registry.counter("kvgate_route_plans_opened_total", "Two-phase plans opened (POST /v1/route with commit)");
   readonly plansClosed = this.registry.counter("kvgate_route_plans_closed_total", "Two-phase plans closed, by outcome: completed, cancelled, expired (TTL or stale booking), worker_removed");
   readonly plansOpen = this.registry.gauge("kvgate_route_plans_open", "Two-phase plans open (booked, not yet completed, cancelled or expired)");
+  readonly predictionError = this.registry.gauge("kvgate_prediction_error", "Closed loop, per worker rank: running mean of (predicted − reported cached tokens) / prompt tokens; 0 = predictions confirmed, > 0 = kvgate over-predicts");
+  readonly predictionRatio = this.registry.gauge("kvgate_prediction_ratio", "Closed loop, per worker rank: reported over predicted cached tokens (running means; 1 = right)");
+  readonly approxTtl = this.registry.gauge("kvgate_approx_block_ttl_seconds", "Closed loop, approximate-mode worker ranks: the block lifetime learnt from reported hits");
+  readonly distrusted = this.registry.counter("kvgate_index_distrusted_total", "Times the closed loop dropped a KV-event worker's index entries because its engine kept reporting far fewer hits than predicted");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 
   constructor() {
@@ -160,6 +164,13 @@ export class GatewayMetrics {
       this.workerPrefill.set(l, r.activePrefillTokens);
       this.workerRequests.set(l, r.activeRequests);
       this.workerHealthy.set({ worker: r.worker }, r.health === "healthy" ? 1 : 0);
+    }
+    for (const g of [this.predictionError, this.predictionRatio, this.approxTtl]) g.reset();
+    for (const p of snap.predictions) {
+      const l = { worker: p.worker, dp_rank: p.dpRank };
+      this.predictionError.set(l, p.error);
+      this.predictionRatio.set(l, p.ratio);
+      if (p.precise === false) this.approxTtl.set(l, p.ttlMs / 1000);
     }
     this.indexEntries.set(undefined, index.stats().entries);
     return this.registry.render();

@@ -103,6 +103,10 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     },
     prefillDone: (b) => sync?.prefillDone(b), freed: (b) => sync?.freed(b), recorded: (r) => sync?.recorded(r),
     planOpened: () => metrics.planOpened(), planClosed: (p) => metrics.planClosed(p.reason),
+    distrusted: (d) => {
+      metrics.distrusted.inc({ worker: d.worker });
+      log("warn", `worker ${d.worker} rank ${d.dpRank}: reported cached tokens are ${(d.ratio * 100).toFixed(0)}% of predicted; dropped its ${d.droppedEntries} index entries until its KV events confirm them again`);
+    },
   } }, {
     policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
@@ -110,7 +114,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
-    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs,
+    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop,
     staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });
   const precise = Object.keys(config.tokenizers);

@@ -11,6 +11,7 @@ import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
 import { SseSplitter } from "./sse-splitter.ts";
+import { recordUsage } from "./usage-feedback.ts";
 import { concat, DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
 import { clientHeaders, describe, UpstreamFailure } from "./upstream.ts";
 
@@ -179,7 +180,7 @@ export class SseRelay {
   }
 
   #recordUsage(): void {
-    if (this.#attemptUsage !== undefined && !this.#cur.kvTransferred) this.gw.metrics.usage(this.#attemptUsage, this.ex);
+    if (this.#attemptUsage !== undefined && !this.#cur.kvTransferred) recordUsage(this.gw, this.#cur.signals, this.#attemptUsage, this.ex);
     this.#attemptUsage = undefined;
   }
 

@@ -12,6 +12,7 @@ import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
+import { engineBlocks, FaultSchedule, type ReplayFault } from "./replay-faults.ts";
 import type { ReplayRequest } from "./replay-request.ts";
 import { engineClock, runSchedule, type ScheduleReport } from "./schedule.ts";
 import { promptTokens } from "./synthetic-tokens.ts";
@@ -37,6 +38,8 @@ export interface PolicyRunInput {
   host: ReplayHost;
   /** Log this run's decisions here (needs host.decisionLog). */
   decisionLog?: { path: string; tokens: boolean };
+  /** Injected into the fleet the same way for every policy (see replay-faults.ts). */
+  faults?: readonly ReplayFault[];
   onProgress?(p: { sent: number; done: number; errors: number; total: number }): void;
 }
 
@@ -74,7 +77,7 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
     url: w.url, id: w.id, models: [fleet.model], blockSize: fleet.engine.blockSize, kvEvents: wiring.kvEvents,
     totalKvBlocks: fleet.engine.numGpuBlocks, maxBatchedTokens: fleet.engine.maxNumBatchedTokens,
   }));
-  c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed };
+  c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop };
   c.index = {
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
     capacity: Math.min(1 << 26, Math.max(c.index.capacity, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
@@ -110,7 +113,10 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
   };
   try {
     const sims = await host.startFleet({
-      engines: workers.map((workerId) => ({ ...fleet.engine, model: fleet.model, workerId, speedupRatio: input.engineSpeedup })),
+      engines: workers.map((workerId, i) => ({
+        ...fleet.engine, numGpuBlocks: engineBlocks(input.faults ?? [], i, fleet.engine.numGpuBlocks), model: fleet.model, workerId,
+        speedupRatio: input.engineSpeedup,
+      })),
       onBatch: events ? ingest : undefined,
     });
     servers.push(sims);
@@ -139,6 +145,12 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
     let errors = 0;
     const total = input.requests.length;
     const progress = (): void => input.onProgress?.({ sent: pending.length, done: records.length, errors, total });
+    const faultRuns: Promise<void>[] = [];
+    const faults = new FaultSchedule(input.faults ?? [], async (w) => {
+      const res = await host.fetch(`${sims.urls[w]}/sim/fault/lose_cache`, { method: "POST" });
+      const body = await res.text();
+      if (log.length < 20) log.push(`fault: w${w} lost its cache silently (${body})`);
+    });
     const schedule = await runSchedule(input.requests, {
       divisor: input.traceSpeedup, clock,
       send: (req) => {
@@ -150,10 +162,12 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
           if (rec.error) errors++;
           progress();
         }));
+        faultRuns.push(...faults.sent(pending.length, total));
         progress();
       },
     });
     await Promise.all(pending);
+    await Promise.all(faultRuns);
     ticking = false;
     const load = await sampler.stop();
     await ticker;

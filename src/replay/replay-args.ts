@@ -2,6 +2,7 @@
 import { parseFlags } from "../cli/flags.ts";
 import { KvgateError } from "../core/errors.ts";
 import { parsePolicies, REPLAY_POLICIES, type ReplayPolicy } from "./replay-policies.ts";
+import { parseFaults, type ReplayFault } from "./replay-faults.ts";
 import { parseSlice, type TraceWindow } from "./replay-request.ts";
 import { GENERATOR_DEFAULTS, type GeneratorOptions } from "./workload-generator.ts";
 
@@ -30,6 +31,9 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --sample-ms N              engine ms between per-worker load samples (default: about 200 samples per run)
   --warmup N                 first N requests replayed once, unmeasured, before the policies, so the first
                              policy does not pay for a cold JIT (default 50; 0 = none)
+  --faults LIST              faults injected the same way into every policy's fleet, comma-separated:
+                             lose_cache:W@F  engine wW forgets its cache without a KV event after share F of the requests
+                             small_cache:W@F engine wW has F x --num-gpu-blocks while the router assumes the full size
   --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
   --json PATH, --html PATH   override either output path
   --decision-log FILE        log every routing decision for \`kvgate explain\`: one file per policy, the policy's name
@@ -51,6 +55,7 @@ export interface ReplayConfig {
   seed: number;
   sampleEveryMs?: number;
   warmup: number;
+  faults: ReplayFault[];
   jsonPath: string;
   htmlPath: string;
   progress: boolean;
@@ -64,7 +69,8 @@ const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
   "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value",
-  "sample-ms": "value", warmup: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool", "decision-log": "value", "decision-log-tokens": "bool",
+  "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
+  "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
 
 type Flags = Record<string, string | boolean>;
@@ -113,6 +119,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     seed,
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
     warmup: num(f, "warmup", 50, { int: true, min: 0 }),
+    faults: str("faults") !== undefined ? parseFaults(str("faults")!, num(f, "workers", 4, { int: true, min: 1 })) : [],
     jsonPath: str("json") ?? `${out}.json`,
     htmlPath: str("html") ?? `${out}.html`,
     progress: f["no-progress"] !== true,

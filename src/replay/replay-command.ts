@@ -6,6 +6,7 @@
 import { KvgateError } from "../core/errors.ts";
 import { runPolicy, type FleetConfig } from "./policy-run.ts";
 import { ProgressBar } from "./progress-bar.ts";
+import { describeFaults } from "./replay-faults.ts";
 import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { policyResult, type PolicyResult, type ReplayResults } from "./replay-results.ts";
@@ -37,6 +38,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
     `${cfg.workers} engines × ${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens\n`);
   const bar = new ProgressBar({ write: (t) => host.stderr(t), tty: host.stderrIsTTY, now: () => host.wall.now() });
   const common = { fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed, sampleEveryMs, host };
+  if (cfg.faults.length > 0) host.stderr(`replay: faults: ${describeFaults(cfg.faults)}\n`);
   if (cfg.warmup > 0) {
     // The gateway and client code of this thread JIT-compile during the first run; a throwaway run keeps that
     // cost out of the first measured policy (each policy gets fresh engines anyway).
@@ -48,7 +50,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   for (const policy of cfg.policies) {
     bar.start(policy);
     const decisionLog = cfg.decisionLog ? { path: policyLogPath(cfg.decisionLog, policy), tokens: cfg.decisionLogTokens } : undefined;
-    const run = await runPolicy({ ...common, policy, requests: fit.kept, decisionLog, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
+    const run = await runPolicy({ ...common, policy, requests: fit.kept, faults: cfg.faults, decisionLog, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
     const r = policyResult(run, cfg.engine.blockSize);
     results.push(r);
     for (const line of r.log.slice(0, 5)) host.stderr(`${policy}: ${line}\n`);
@@ -60,14 +62,14 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const doc: ReplayResults = {
     kind: "kvgate-replay", version: 1, createdAt: new Date().toISOString(), command: ["kvgate", "replay", ...args].join(" "),
     timeUnit: "engine ms", source: { ...loaded.source, requests: fit.kept.length, skipped: fit.skipped },
-    fleet: { workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, routerQueue: "off" },
+    fleet: { workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, faults: cfg.faults, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, routerQueue: "off" },
     ceiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, cfg.workers * cfg.engine.numGpuBlocks),
     policies: results,
   };
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
   host.stdout(`${summaryText(results, doc.ceiling.hitRate)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
-    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\nwrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.
     if (r.schedule.meanLateMs > 0.05 * r.summary.ttftMs.mean) {
@@ -78,6 +80,13 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const failed = results.reduce((n, r) => n + r.summary.errors, 0);
   if (failed > 0) host.stderr(`replay: ${failed} requests failed; see the errors column and the JSON records\n`);
   return results.every((r) => r.summary.completed === 0) ? 1 : 0;
+}
+
+/** Predicted / engine-reported hit rate per worker, for the cache-aware policies (the others predict nothing). */
+function perWorkerText(results: readonly PolicyResult[]): string {
+  const rows = results.filter((r) => r.perWorker.some((w) => w.predictedHitRate > 0));
+  return rows.map((r) => `${r.policy} predicted/reported hit rate per worker: ` +
+    r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}`).join(", ") + "\n").join("");
 }
 
 /** decisions.jsonl → decisions.<policy>.jsonl (or FILE.<policy> without an extension). */

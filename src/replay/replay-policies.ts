@@ -6,10 +6,10 @@
 import { KvgateError } from "../core/errors.ts";
 import type { RoutingPolicy } from "../routing/index.ts";
 
-export type ReplayPolicy = "round_robin" | "random" | "least_loaded" | "kv_approx" | "kv_events";
+export type ReplayPolicy = "round_robin" | "random" | "least_loaded" | "dynamo_approx" | "kv_approx" | "dynamo" | "kv_events";
 
 /** Report order: the baselines first, round-robin (the reference for ratios) leading. */
-export const REPLAY_POLICIES: readonly ReplayPolicy[] = ["round_robin", "random", "least_loaded", "kv_approx", "kv_events"];
+export const REPLAY_POLICIES: readonly ReplayPolicy[] = ["round_robin", "random", "least_loaded", "dynamo_approx", "kv_approx", "dynamo", "kv_events"];
 
 export interface PolicyWiring {
   routing: RoutingPolicy;
@@ -17,15 +17,19 @@ export interface PolicyWiring {
   kvEvents: boolean;
   /** Apply the engines' KV events to the router's index. */
   applyEvents: boolean;
+  /** The closed loop (router config closedLoop): off reproduces the reference router, which never checks its predictions. */
+  closedLoop: boolean;
   label: string;
 }
 
 export const POLICY_WIRING: Record<ReplayPolicy, PolicyWiring> = {
-  round_robin: { routing: "round_robin", kvEvents: true, applyEvents: false, label: "round-robin" },
-  random: { routing: "random", kvEvents: true, applyEvents: false, label: "random" },
-  least_loaded: { routing: "least_loaded", kvEvents: true, applyEvents: false, label: "least-loaded" },
-  kv_approx: { routing: "kv", kvEvents: false, applyEvents: false, label: "kv approximate (no events)" },
-  kv_events: { routing: "kv", kvEvents: true, applyEvents: true, label: "kv with events" },
+  round_robin: { routing: "round_robin", kvEvents: true, applyEvents: false, closedLoop: false, label: "round-robin" },
+  random: { routing: "random", kvEvents: true, applyEvents: false, closedLoop: false, label: "random" },
+  least_loaded: { routing: "least_loaded", kvEvents: true, applyEvents: false, closedLoop: false, label: "least-loaded" },
+  dynamo_approx: { routing: "kv", kvEvents: false, applyEvents: false, closedLoop: false, label: "dynamo approximate (open loop)" },
+  kv_approx: { routing: "kv", kvEvents: false, applyEvents: false, closedLoop: true, label: "kv approximate (no events)" },
+  dynamo: { routing: "kv", kvEvents: true, applyEvents: true, closedLoop: false, label: "dynamo (events, open loop)" },
+  kv_events: { routing: "kv", kvEvents: true, applyEvents: true, closedLoop: true, label: "kv with events" },
 };
 
 /** Parses a comma-separated list (`all` = every policy), keeping report order and dropping duplicates. */

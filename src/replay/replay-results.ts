@@ -8,6 +8,7 @@ import type { LoadSample } from "./load-sampler.ts";
 import type { PooledCeiling } from "./pooled-ceiling.ts";
 import type { TraceNotes } from "./mooncake-trace.ts";
 import type { EventStats, PolicyRun } from "./policy-run.ts";
+import type { ReplayFault } from "./replay-faults.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import type { ScheduleReport } from "./schedule.ts";
 import { cdfPoints, hitRateOverTime, summarize, type HitBucket, type PolicySummary } from "./stats.ts";
@@ -34,6 +35,8 @@ export interface FleetInfo {
   engineSpeedup: number;
   /** Router admission queue: off, so every policy hands requests to engines at once and engines queue them. */
   routerQueue: "off";
+  /** Faults injected into every policy's fleet (replay-faults.ts); absent or empty for a clean run. */
+  faults?: ReplayFault[];
 }
 
 export interface PolicyResult {
@@ -42,6 +45,8 @@ export interface PolicyResult {
   summary: PolicySummary;
   /** Prompt tokens the router expected cached when it chose (from its response headers) / prompt tokens. */
   predictedHitRate: number;
+  /** Predicted against engine-reported hit rate per worker (the closed loop's accuracy, worker by worker). */
+  perWorker: WorkerHits[];
   schedule: ScheduleReport;
   events?: EventStats;
   /** The gateway's warnings during the run (first few). */
@@ -88,11 +93,35 @@ export function predictedHitRate(records: readonly CompletionRecord[], blockSize
   return prompt > 0 ? predicted / prompt : NaN;
 }
 
+export interface WorkerHits {
+  worker: string;
+  requests: number;
+  predictedHitRate: number;
+  hitRate: number;
+}
+
+/** Per worker, over the successful requests that name it: predicted and reported cached tokens / prompt tokens. */
+export function hitsPerWorker(records: readonly CompletionRecord[], blockSize: number): WorkerHits[] {
+  const by = new Map<string, { requests: number; predicted: number; cached: number; prompt: number }>();
+  for (const r of records) {
+    if (r.error || r.worker === undefined) continue;
+    let w = by.get(r.worker);
+    if (!w) by.set(r.worker, (w = { requests: 0, predicted: 0, cached: 0, prompt: 0 }));
+    w.requests++;
+    w.prompt += r.promptTokens;
+    w.cached += Math.min(r.promptTokens, r.cachedTokens ?? 0);
+    w.predicted += Math.min(r.promptTokens, (r.predictedBlocks ?? 0) * blockSize);
+  }
+  return [...by].sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true })).map(([worker, w]) => ({
+    worker, requests: w.requests, predictedHitRate: w.prompt > 0 ? w.predicted / w.prompt : NaN, hitRate: w.prompt > 0 ? w.cached / w.prompt : NaN,
+  }));
+}
+
 export function policyResult(run: PolicyRun, blockSize: number): PolicyResult {
   const ok = run.records.filter((r) => !r.error && r.ttftMs !== undefined);
   return {
     policy: run.policy, label: POLICY_WIRING[run.policy].label, summary: summarize(run.records, run.gaps),
-    predictedHitRate: predictedHitRate(run.records, blockSize), schedule: run.schedule, events: run.events, log: run.log,
+    predictedHitRate: predictedHitRate(run.records, blockSize), perWorker: hitsPerWorker(run.records, blockSize), schedule: run.schedule, events: run.events, log: run.log,
     ttftCdf: cdfPoints(ok.map((r) => r.ttftMs!)), hitOverTime: hitRateOverTime(run.records, bucketFor(run)),
     load: { workers: run.workers, samples: run.load }, requests: run.records,
   };

@@ -9,7 +9,8 @@ import { fmtPct, TABLE_HEADER, tableRows } from "./summary-table.ts";
 import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
 
 export const POLICY_COLORS: Record<ReplayPolicy, string> = {
-  round_robin: "#d62728", random: "#ff7f0e", least_loaded: "#9467bd", kv_approx: "#1f77b4", kv_events: "#2ca02c",
+  round_robin: "#d62728", random: "#ff7f0e", least_loaded: "#9467bd", dynamo_approx: "#17becf", kv_approx: "#1f77b4",
+  dynamo: "#8c564b", kv_events: "#2ca02c",
 };
 
 const WORKER_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];

@@ -2,6 +2,7 @@
  * @module The per-policy comparison as rows of cells, shared by the terminal table the command prints and the HTML
  * report's table, so both always show the same numbers. Ratios are against round-robin when it ran.
  */
+import { POLICY_WIRING } from "./replay-policies.ts";
 import { improvement, type PolicyResult } from "./replay-results.ts";
 
 export const TABLE_HEADER = [
@@ -34,7 +35,7 @@ export function tableRows(policies: readonly PolicyResult[], ceiling: number): s
       p.policy, String(s.requests), String(s.errors), fmtMs(s.ttftMs.mean), fmtMs(s.ttftMs.p50), fmtMs(s.ttftMs.p90), fmtMs(s.ttftMs.p99),
       fmtMs(s.itlMs.mean), fmtMs(s.itlMs.p99), fmtMs(s.e2eMs.mean), fmtMs(s.e2eMs.p99), fmtPct(s.hitRate),
       ceiling > 0 ? fmtPct(s.hitRate / ceiling) : "-",
-      p.policy === "kv_events" || p.policy === "kv_approx" ? fmtPct(p.predictedHitRate) : "-",
+      POLICY_WIRING[p.policy].routing === "kv" ? fmtPct(p.predictedHitRate) : "-",
       rr ? fmtRatio(improvement(rr.ttftMs.mean, s.ttftMs.mean)) : "-", rr ? fmtRatio(improvement(rr.ttftMs.p99, s.ttftMs.p99)) : "-",
     ];
   });

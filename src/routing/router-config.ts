@@ -52,8 +52,13 @@ export interface RouterConfig {
   planTtlMs: number;
   /** Two-phase plans open at once (commits still being admitted included); more are refused (503). */
   maxOpenPlans: number;
-  /** TTL of blocks recorded for approximate-mode workers. */
+  /** TTL of blocks recorded for approximate-mode workers (the closed loop's starting point per rank). */
   approxTtlMs: number;
+  /**
+   * Check every response's reported cached tokens against the prediction: distrust a precise rank whose index went
+   * stale, learn each approximate rank's block lifetime. Off = open loop (the reference router's behaviour).
+   */
+  closedLoop: boolean;
   /** Seed of the default random source (ignored when one is injected). */
   seed: number;
 }
@@ -84,6 +89,7 @@ export const DEFAULT_CONFIG: RouterConfig = {
   planTtlMs: 300_000,
   maxOpenPlans: 4096,
   approxTtlMs: 120_000,
+  closedLoop: true,
   seed: 0x6b76_6761,
 };
 

@@ -19,6 +19,7 @@ import type {
 } from "./routing-types.ts";
 import { probePrefill, type PrefillProbe } from "./prefill-probe.ts";
 import { TwoPhase, type CommitOutcome, type PlanClosed, type PlanView } from "./two-phase.ts";
+import { ClosedLoop, type DistrustInfo, type UsageReport } from "./closed-loop.ts";
 import type { DecisionRecord, DecisionSink } from "./decision-record.ts";
 import { Capture, type CaptureLevel } from "./selector.ts";
 
@@ -42,6 +43,8 @@ export interface RouterObserver {
   /** A two-phase plan opened (commit) or closed (complete, cancel, TTL, or its booking freed otherwise). */
   planOpened?(plan: PlanView): void;
   planClosed?(info: PlanClosed): void;
+  /** The closed loop dropped a precise rank's index entries: its engine kept reporting far fewer hits than predicted. */
+  distrusted?(info: DistrustInfo): void;
 }
 
 export interface RouterDeps {
@@ -80,6 +83,7 @@ export class Router {
   readonly #ops: HandleOps;
   readonly #observer?: RouterObserver;
   readonly #now: NowFn;
+  readonly #loop: ClosedLoop;
 
   constructor(deps: RouterDeps, config: RouterConfigInput = {}) {
     this.config = resolveConfig(config);
@@ -94,9 +98,13 @@ export class Router {
         bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks,
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
+      approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
       onDecided: deps.decisions && ((r) => deps.decisions!.decided(r)),
     });
     this.#core.capture = captureFor(deps.decisions);
+    this.#loop = new ClosedLoop(deps.index, this.#core.registry, this.config.closedLoop, { approxTtlMs: this.config.approxTtlMs,
+      minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
+    (info) => this.#observer?.distrusted?.(info));
     this.#ops = {
       firstToken: (b) => {
         const done = this.#core.sequences.markPrefillComplete(b);
@@ -161,6 +169,7 @@ export class Router {
   removeWorker(id: string): number {
     const w = this.#core.registry.remove(id);
     if (!w) return 0;
+    this.#loop.forget(id);
     const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
     this.#core.drain();
     return freed;
@@ -273,6 +282,11 @@ export class Router {
     return b !== undefined && this.#ops.free(b, reason);
   }
 
+  /** A response's usage against its routing-time prediction (the closed loop; see closed-loop.ts). */
+  reportUsage(u: UsageReport): void {
+    this.#loop.report(u);
+  }
+
   // ---- housekeeping and signals ---------------------------------------------------------------------------------
 
   /**
@@ -318,7 +332,7 @@ export class Router {
     }
     return {
       queueDepth: this.#core.queue.depth, liveBookings: this.#core.sequences.size, sessions: this.#core.sessions.size,
-      openPlans: this.#twoPhase.openPlans, ranks,
+      openPlans: this.#twoPhase.openPlans, ranks, predictions: this.#loop.snapshot(),
     };
   }
 

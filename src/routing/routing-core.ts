@@ -59,6 +59,8 @@ export interface CoreHooks {
   onBooked?(booking: Booking): void;
   /** Approximate mode recorded the last hashed prompt on this rank (read it with index.lastSequenceWordsInto now). */
   onRecorded?(worker: string, dpRank: number): void;
+  /** Lifetime of the blocks approximate mode records on this rank (default: config.approxTtlMs). */
+  approxTtlMs?(worker: string, dpRank: number): number;
   /** A booked decision, filled to `RoutingCore.capture`. */
   onDecided?(record: DecisionRecord): void;
 }
@@ -244,7 +246,7 @@ export class RoutingCore {
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
     if (!rank.worker.kvEvents) {
-      this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.config.approxTtlMs);
+      this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs);
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;

@@ -1,4 +1,7 @@
 /** @module Data shapes shared by the routing engine and its callers (gateway, benches, tests): requests, workers, signals. */
+import type { RankPrediction } from "./prediction-monitor.ts";
+
+export type { RankPrediction };
 
 /** What a worker does; a request's phase must match the worker's role. */
 export type WorkerRole = "aggregated" | "prefill" | "decode";
@@ -144,4 +147,6 @@ export interface RouterSnapshot {
   sessions: number;
   openPlans: number;
   ranks: RankLoadSnapshot[];
+  /** The closed loop's per-rank figures (ranks with at least one response that reported usage). */
+  predictions: RankPrediction[];
 }

@@ -199,6 +199,22 @@ export class KvCache {
     return true;
   }
 
+  /**
+   * Fault injection: the engine restarted (or its event stream was cut) and nobody was told. Every cached block is
+   * forgotten, in use or not, and no event says so; running sequences keep their blocks but can no longer share them.
+   */
+  loseSilently(): number {
+    const lost = this.#byHash.size;
+    for (const id of this.#lru.keys()) {
+      this.#hash[id] = undefined;
+      this.#empty.push(id);
+    }
+    this.#lru.clear();
+    for (const id of this.#byHash.values()) this.#hash[id] = undefined;
+    this.#byHash.clear();
+    return lost;
+  }
+
   /** Events produced since the last call, in order. */
   drainEvents(): KvCacheEvent[] {
     const out = this.#events;

@@ -88,6 +88,9 @@ export function createSimApp(engine: SimEngine, opts: { fetch?: typeof fetch } =
     return new Response(null, { status: 200 });
   });
 
+  // Not a vLLM endpoint: a fault for replays and tests, an engine restart whose KV events never reach the router.
+  app.post("/sim/fault/lose_cache", () => Response.json({ lost_blocks: engine.loseCacheSilently() }));
+
   const completions = (kind: EndpointKind) => async (c: Context): Promise<Response> => {
     const body = await readJsonObject(c.req.raw);
     const parsed = parseRequest(kind, body);

@@ -164,6 +164,11 @@ export class SimEngine {
     return true;
   }
 
+  /** Fault injection (replay's fault runs): forgets the whole prefix cache without a KV event; returns blocks lost. */
+  loseCacheSilently(): number {
+    return this.cache.loseSilently();
+  }
+
   /** vLLM's reset_prefix_cache: refused (false) while any request holds blocks. */
   resetPrefixCache(): boolean {
     if (!this.#scheduler.idle || !this.cache.reset()) return false;

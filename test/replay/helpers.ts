@@ -55,11 +55,11 @@ export function syntheticResults(): ReplayResults {
   const policies = REPLAY_POLICIES.map((policy, p) => {
     const records: CompletionRecord[] = Array.from({ length: 120 }, (_, i) => ({
       index: i, sentAt: i * 250, status: 200, promptTokens: 4000, cachedTokens: Math.round(4000 * Math.min(0.9, (0.1 + 0.15 * p) * (1 + i / 120))),
-      ttftMs: (50 + ((i * 37) % 400)) * (5 - p), e2eMs: 2000 + i, completionTokens: 40, worker: `w${i % 4}`, predictedBlocks: p * 10, promptBlocks: 62,
+      ttftMs: (50 + ((i * 37) % 400)) * (8 - p), e2eMs: 2000 + i, completionTokens: 40, worker: `w${i % 4}`, predictedBlocks: p * 10, promptBlocks: 62,
     }));
     const run: PolicyRun = {
       policy, workers: ["w0", "w1", "w2", "w3"], records, gaps: Float64Array.from({ length: 500 }, (_, i) => 10 + (i % 13)),
-      load: Array.from({ length: 60 }, (_, k) => ({ t: k * 500, running: [0, 1, 2, 3].map((w) => (k + w * (5 - p)) % 9), waiting: [0, 0, 1, 0], kvUsage: [0.1, 0.2, 0.3, 0.4] })),
+      load: Array.from({ length: 60 }, (_, k) => ({ t: k * 500, running: [0, 1, 2, 3].map((w) => (k + w * (8 - p)) % 9), waiting: [0, 0, 1, 0], kvUsage: [0.1, 0.2, 0.3, 0.4] })),
       schedule: { started: 0, sent: 120, meanLateMs: 1, maxLateMs: 3 }, log: [],
     };
     return policyResult(run, 64);

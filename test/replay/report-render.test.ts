@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { renderReport } from "../../src/replay/report-html.ts";
+import { REPLAY_POLICIES } from "../../src/replay/replay-policies.ts";
 import { syntheticResults } from "./helpers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -37,14 +38,14 @@ describe.skipIf(!existsSync(CHROMIUM))("HTML report in headless Chromium", () =>
         const lines = Array.from(s.querySelectorAll("polyline[data-series]")).map((p) => (p.getAttribute("points") ?? "").trim().split(/\s+/).filter(Boolean).length);
         return { id: s.getAttribute("data-plot"), width: box.width, height: box.height, lines };
       }));
-      expect(plots.map((p) => p.id)).toEqual(["ttft-cdf", "hit-rate", "load-round_robin", "load-random", "load-least_loaded", "load-kv_approx", "load-kv_events"]);
+      expect(plots.map((p) => p.id)).toEqual(["ttft-cdf", "hit-rate", ...REPLAY_POLICIES.map((p) => `load-${p}`)]);
       for (const p of plots) {
         expect(p.width).toBeGreaterThan(300);
         expect(p.height).toBeGreaterThan(200);
-        expect(p.lines.length).toBe(p.id!.startsWith("load-") ? 4 : 5);
+        expect(p.lines.length).toBe(p.id!.startsWith("load-") ? 4 : REPLAY_POLICIES.length);
         expect(Math.min(...p.lines)).toBeGreaterThan(10);
       }
-      expect(await page.$$eval("table[data-table=policies] tbody tr", (rows) => rows.length)).toBe(5);
+      expect(await page.$$eval("table[data-table=policies] tbody tr", (rows) => rows.length)).toBe(REPLAY_POLICIES.length);
       const shot = await page.screenshot({ path: join(dir, "report.png"), fullPage: true });
       expect([...shot.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
       expect(shot.length).toBeGreaterThan(50_000);

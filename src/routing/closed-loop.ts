@@ -1,0 +1,73 @@
+/**
+ * @module Acts on the prediction monitor's verdicts: a precise-mode rank whose engine keeps reporting far fewer cached
+ * tokens than its index promised loses its index entries (they come back only as the engine's events confirm them),
+ * and approximate-mode ranks record prompts with the lifetime learnt for them.
+ */
+import type { KvIndex } from "../core/kv-index.ts";
+import { PredictionMonitor, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
+import type { WorkerRegistry } from "./worker-registry.ts";
+
+/** One response's usage set against what was predicted when it was routed. */
+export interface UsageReport {
+  worker: string;
+  dpRank: number;
+  /** Cached tokens predicted on the chosen rank at routing time (RouteSignals.cachedTokens). */
+  predictedTokens: number;
+  /** usage.prompt_tokens_details.cached_tokens as the engine reported it. */
+  reportedTokens: number;
+  /** usage.prompt_tokens. */
+  promptTokens: number;
+}
+
+export interface DistrustInfo {
+  worker: string;
+  dpRank: number;
+  /** Reported over predicted cached tokens when the rank was flagged. */
+  ratio: number;
+  /** Index entries dropped for the rank. */
+  droppedEntries: number;
+}
+
+export class ClosedLoop {
+  readonly monitor: PredictionMonitor;
+  #distrusted = 0;
+
+  constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
+    config: Partial<PredictionConfig>, private readonly onDistrust?: (info: DistrustInfo) => void) {
+    this.monitor = new PredictionMonitor(config);
+  }
+
+  /** Ranks flagged and cleared since start. */
+  get distrusted(): number {
+    return this.#distrusted;
+  }
+
+  report(u: UsageReport): void {
+    const w = this.registry.get(u.worker);
+    const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
+    if (!w || !rank) return;
+    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents);
+    if (verdict !== "flagged" || !this.enabled) return;
+    const ratio = this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.ratio ?? 0;
+    const before = this.index.treeSizeOfSlot(rank.slot);
+    // Clearing the slot keeps it (and the rank's cached slot number) while dropping every block it claimed.
+    this.index.withCore("clear_slot", (c) => c.clear_slot(rank.slot));
+    this.monitor.reset(u.worker, u.dpRank);
+    this.#distrusted++;
+    this.onDistrust?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
+  }
+
+  /** The lifetime approximate mode records this rank's next prompt with. */
+  ttlFor(worker: string, dpRank: number): number {
+    return this.enabled ? this.monitor.ttlFor(worker, dpRank) : this.monitor.config.approxTtlMs;
+  }
+
+  /** The worker left or its view was rebuilt from scratch: its samples no longer describe anything. */
+  forget(worker: string): void {
+    this.monitor.reset(worker);
+  }
+
+  snapshot(): RankPrediction[] {
+    return this.monitor.snapshot().map((p) => ({ ...p, precise: this.registry.get(p.worker)?.kvEvents ?? true }));
+  }
+}
