@@ -56,6 +56,8 @@ beforeAll(async () => {
   }));
   await Promise.allSettled(sims.map((s) => s.close()));
   await gw.close();
+  // The listener is closed; closing the gateway writes out the decision log's buffered lines.
+  await gw.gateway.close();
 }, 120_000);
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
