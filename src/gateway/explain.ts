@@ -59,8 +59,13 @@ export function explainTable(r: DecisionRecord): ExplainTable {
 }
 
 /** The header value: the table as compact JSON when it is short and ASCII, else base64url of its gzip (no `{` first). */
-export async function explainHeaderValue(r: DecisionRecord): Promise<string> {
-  const json = JSON.stringify(explainTable(r));
+export function explainHeaderValue(r: DecisionRecord): Promise<string> {
+  return encodeExplain(explainTable(r));
+}
+
+/** explainHeaderValue for a table already built (the Workers pool path gets it from the pool object's answer). */
+export async function encodeExplain(table: ExplainTable): Promise<string> {
+  const json = JSON.stringify(table);
   // eslint-disable-next-line no-control-regex
   if (json.length <= EXPLAIN_PLAIN_MAX && /^[\x20-\x7e]*$/.test(json)) return json;
   const gz = await new Response(new Blob([json]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
@@ -89,6 +94,7 @@ function fromBase64url(s: string): Uint8Array<ArrayBuffer> {
 }
 
 /** The explain header for a response, when the decision was explained. */
-export async function explainHeaders(decision: DecisionRecord | undefined): Promise<Record<string, string>> {
+export async function explainHeaders(decision: DecisionRecord | ExplainTable | undefined): Promise<Record<string, string>> {
+  if (decision && "rows" in decision) return { [EXPLAIN_HEADER]: await encodeExplain(decision) };
   return decision ? { [EXPLAIN_HEADER]: await explainHeaderValue(decision) } : {};
 }

@@ -2,7 +2,7 @@
  * @module Traces and the explain header on the other runtimes: kvgate under Bun and under workerd (as a real process,
  * configured only by its environment, OTEL_* included) exports each request's spans to a loopback OTLP receiver and
  * sends the engine a traceparent of the same trace; x-kvgate-explain carries the candidates table. (The workerd
- * pool-object deployment decides in the Durable Object and relays itself: neither is wired there yet.)
+ * pool-object deployment decides in the Durable Object and relays itself: it makes no spans yet.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseExplainHeader } from "../../src/gateway/explain.ts";
