@@ -13,6 +13,7 @@ import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readJsonObjectText } from "../core/json-body.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
 import { previewBody } from "./route-preview.ts";
+import { hedgedDispatch } from "./hedged-dispatch.ts";
 import { SseRelay } from "./sse-relay.ts";
 import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
 import { explainHeaders, explainTable } from "./explain.ts";
@@ -97,7 +98,7 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
       const { signals, decision } = await gw.router.queryDecision({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target, explain: ex.explain || undefined });
       return c.json(decision ? { ...previewBody(signals, ex), explain: explainTable(decision) } : previewBody(signals, ex));
     }
-    const first = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
+    const first = ex.stream && gw.hedge.enabled ? await hedgedDispatch(gw, ex, gw.hedge) : await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
     const res = first.attempt.res;
     if (!res.ok) return passThrough(gw, first, ex.requestId);
     if (ex.stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {

@@ -65,6 +65,7 @@ export interface RouterOptions {
   sessionTtlMs: number;
   approxTtlMs: number;
   closedLoop: boolean;
+  decodeAware: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;
@@ -111,6 +112,9 @@ export interface GatewayConfig {
     headersTimeoutMs: number;
     idleTimeoutMs: number;
     retries: number;
+    hedgeBudget: number;
+    hedgeQuantile: number;
+    hedgeMinSamples: number;
     migrationLimit: number;
     streamUsage: boolean;
     healthProbeMs: number;

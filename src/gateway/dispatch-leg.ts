@@ -70,7 +70,8 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     try {
       outcome = await gw.router.route({
         requestId: leg.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
-        overrides: leg.overrides, priority: ex.ext.priority, target: leg.target, explain: ex.explain || undefined,
+        overrides: leg.overrides, priority: ex.ext.priority, target: leg.target, maxTokens: leg.phase === "prefill" ? 1 : ex.maxTokens,
+        explain: ex.explain || undefined,
       });
     } catch (e) {
       // Every worker left was excluded by this request's failures: report the failure, not the empty fleet.

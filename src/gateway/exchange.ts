@@ -91,9 +91,15 @@ export async function prepareExchange(gw: GatewayState, c: Context, endpoint: En
     endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, adapter: scope.adapter,
     namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
-    headers, ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader),
+    headers, ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader), maxTokens: maxTokensOf(raw),
     signal: c.req.raw.signal, arrivedAt, explain, trace, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
   };
+}
+
+/** max_completion_tokens (chat) or max_tokens, when the client gave a positive integer; else undefined. */
+function maxTokensOf(raw: Record<string, unknown>): number | undefined {
+  const v = raw.max_completion_tokens ?? raw.max_tokens;
+  return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined;
 }
 
 /** Response headers that explain the decision (which worker, how much of the prompt it was predicted to hold). */

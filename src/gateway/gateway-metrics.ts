@@ -76,6 +76,7 @@ export class GatewayMetrics {
   readonly predictionError = this.registry.gauge("kvgate_prediction_error", "Closed loop, per worker rank: running mean of (predicted − reported cached tokens) / prompt tokens; 0 = predictions confirmed, > 0 = kvgate over-predicts");
   readonly predictionRatio = this.registry.gauge("kvgate_prediction_ratio", "Closed loop, per worker rank: reported over predicted cached tokens (running means; 1 = right)");
   readonly approxTtl = this.registry.gauge("kvgate_approx_block_ttl_seconds", "Closed loop, approximate-mode worker ranks: the block lifetime learnt from reported hits");
+  readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");
   readonly distrusted = this.registry.counter("kvgate_index_distrusted_total", "Times the closed loop dropped a KV-event worker's index entries because its engine kept reporting far fewer hits than predicted");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 

@@ -3,6 +3,7 @@
  * dispatch, streaming and migration pass around. Types only, so every module can import them cheaply.
  */
 import type { KvIndex } from "../core/kv-index.ts";
+import type { HedgePolicy } from "./hedge-policy.ts";
 import type { NowFn, Router, RoutingExtension } from "../routing/index.ts";
 import type { TokenizerRegistry } from "../tokenize/index.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -33,6 +34,8 @@ export interface GatewayState {
   readonly decisions: DecisionRing;
   /** OpenTelemetry tracing (tracer undefined: off). */
   readonly tracing: Tracing;
+  /** TTFT hedging's learnt thresholds and budget (disabled unless --hedge-budget > 0). */
+  readonly hedge: HedgePolicy;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;
   /** Milliseconds, monotonic: the router's clock. */
@@ -70,6 +73,8 @@ export interface Exchange {
   readonly headers: Headers;
   readonly ext: RoutingExtension;
   readonly sessionId: string | undefined;
+  /** The client's max_tokens / max_completion_tokens, when it is a positive integer. */
+  readonly maxTokens: number | undefined;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
   /** fineNow() at arrival. */

@@ -3,6 +3,7 @@
  * metrics — and its app. The host (a runtime adapter or a test) injects what differs: file reading, the upstream
  * transport, clocks and logging.
  */
+import { HedgePolicy } from "./hedge-policy.ts";
 import type { Hono } from "hono";
 import { createKvIndex } from "../core/create-kv-index.ts";
 import { fanOutDecisions, performanceNow, Router, type NowFn } from "../routing/index.ts";
@@ -114,7 +115,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
-    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop,
+    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop, decodeAware: r.decodeAware,
     staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });
   const precise = Object.keys(config.tokenizers);
@@ -145,7 +146,10 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
       onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
     }),
-    decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }), fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
+    decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }),
+    hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,
+      window: Math.max(256, config.upstream.hedgeMinSamples) }),
+    fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
   for (const w of config.workers) {

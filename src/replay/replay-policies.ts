@@ -17,7 +17,10 @@ export interface PolicyWiring {
   kvEvents: boolean;
   /** Apply the engines' KV events to the router's index. */
   applyEvents: boolean;
-  /** The closed loop (router config closedLoop): off reproduces the reference router, which never checks its predictions. */
+  /**
+   * kvgate's own additions to the reference cost, closed loop and decode-aware load (router config closedLoop,
+   * decodeAware): off reproduces the reference router, which never checks its predictions and counts prompt blocks only.
+   */
   closedLoop: boolean;
   label: string;
 }

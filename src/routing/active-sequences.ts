@@ -18,6 +18,8 @@ export interface Booking {
   readonly prefillTokens: number;
   /** Complete prompt blocks. */
   readonly blocks: number;
+  /** Blocks the request is expected to grow by while decoding (counted in the rank's load until it is freed). */
+  readonly outputBlocks: number;
   /**
    * Sequence hashes of the prompt blocks as (lo, hi) u32 pairs, in pooled storage; absent when KV reuse is not
    * assumed, and cleared at free (the buffer goes back to the pool).
@@ -33,6 +35,8 @@ export interface BookingInput {
   requestId: string;
   prefillTokens: number;
   blocks: number;
+  /** Expected decode growth in blocks (decode-aware load); default 0. */
+  outputBlocks?: number;
   /** At least 2 × `blocks` words; copied at booking, so a caller may reuse its buffer afterwards. */
   keys: Uint32Array | undefined;
   sessionId?: string;
@@ -68,12 +72,13 @@ export class ActiveSequences {
     const now = this.now();
     const b: Booking = {
       id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
-      blocks: input.blocks, keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
+      blocks: input.blocks, outputBlocks: Math.max(0, input.outputBlocks ?? 0), keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
     };
     const load = rank.load;
     load.activeRequests++;
     load.activePrefillTokens += b.prefillTokens;
     load.summedBlocks += b.blocks;
+    load.outputBlocks += b.outputBlocks;
     if (b.keys) {
       load.prompts.add(b.keys, b.blocks);
       this.options.inflight?.add(b.keys, b.blocks, rank.slot);
@@ -116,6 +121,7 @@ export class ActiveSequences {
     load.activeRequests--;
     if (!b.prefillDone) load.activePrefillTokens -= b.prefillTokens;
     load.summedBlocks -= b.blocks;
+    load.outputBlocks -= b.outputBlocks;
     this.#byId.delete(b.id);
     if (this.#byRequest.get(b.requestId) === b) this.#byRequest.delete(b.requestId);
     const set = this.#byRank.get(b.rank);

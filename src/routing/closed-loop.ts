@@ -17,6 +17,9 @@ export interface UsageReport {
   reportedTokens: number;
   /** usage.prompt_tokens. */
   promptTokens: number;
+  /** usage.completion_tokens, when the answer is complete (decode-aware load learns output lengths from it). */
+  completionTokens?: number;
+  sessionId?: string;
 }
 
 export interface DistrustInfo {

@@ -28,6 +28,8 @@ export class RankLoad {
   summedBlocks = 0;
   activePrefillTokens = 0;
   activeRequests = 0;
+  /** Blocks the live bookings are expected to add while decoding (decode-aware load; 0 when it is off). */
+  outputBlocks = 0;
   /** The engine's own report (scraped /metrics), when the gateway scrapes it. */
   engine: EngineReport | undefined = undefined;
   /** KV blocks in use as the engine reports them (usage × capacity); 0 when unknown or stale. The cost takes the larger of this and activeBlocks. */

@@ -59,6 +59,11 @@ export interface RouterConfig {
    * stale, learn each approximate rank's block lifetime. Off = open loop (the reference router's behaviour).
    */
   closedLoop: boolean;
+  /**
+   * Count the KV blocks each booking is expected to grow to while decoding (output length predicted from its
+   * session, its max_tokens, the fleet's recent answers), not only its prompt blocks. Off = the reference's count.
+   */
+  decodeAware: boolean;
   /** Seed of the default random source (ignored when one is injected). */
   seed: number;
 }
@@ -90,6 +95,7 @@ export const DEFAULT_CONFIG: RouterConfig = {
   maxOpenPlans: 4096,
   approxTtlMs: 120_000,
   closedLoop: true,
+  decodeAware: true,
   seed: 0x6b76_6761,
 };
 

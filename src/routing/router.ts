@@ -285,6 +285,7 @@ export class Router {
   /** A response's usage against its routing-time prediction (the closed loop; see closed-loop.ts). */
   reportUsage(u: UsageReport): void {
     this.#loop.report(u);
+    if (u.completionTokens !== undefined) this.#core.outputs.observe(u.sessionId, u.completionTokens);
   }
 
   // ---- housekeeping and signals ---------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ export class Router {
       for (const r of w.ranks) {
         ranks.push({
           worker: w.id, dpRank: r.dpRank, role: w.role, health: w.health, activeRequests: r.load.activeRequests,
-          activeBlocks: r.load.activeBlocks, activePrefillTokens: r.load.activePrefillTokens,
+          activeBlocks: r.load.activeBlocks, activePrefillTokens: r.load.activePrefillTokens, expectedOutputBlocks: r.load.outputBlocks,
           totalKvBlocks: w.totalKvBlocks, maxBatchedTokens: w.maxBatchedTokens, remote: { ...r.load.remote },
         });
       }

@@ -14,6 +14,7 @@ import type { RandomSource } from "./prng.ts";
 import type { RouterConfig } from "./router-config.ts";
 import type { FreeReason, RouteRequest, RouteSignals } from "./routing-types.ts";
 import { routeSignals } from "./route-signals.ts";
+import { OutputLengthPredictor } from "./output-length.ts";
 import { Capture, Selector, type CaptureLevel, type Selection } from "./selector.ts";
 import type { DecisionRecord } from "./decision-record.ts";
 import { SessionAffinity, type AffinityTarget } from "./session-affinity.ts";
@@ -71,6 +72,8 @@ export class RoutingCore {
   readonly selector: Selector;
   readonly queue: AdmissionQueue<Pending, Admitted>;
   readonly sessions: SessionAffinity;
+  /** Output lengths seen per session and fleet-wide, for decode-aware load. */
+  readonly outputs = new OutputLengthPredictor();
   /** What every booked selection copies for onDecided (none: nothing, the default). */
   capture: CaptureLevel = Capture.none;
   #draining = false;
@@ -223,6 +226,12 @@ export class RoutingCore {
     };
   }
 
+  /** Blocks the request will add after its prompt: its expected output, rounded up to the blocks it completes. */
+  #outputBlocks(req: RouteRequest, sel: Selection): number {
+    const out = this.outputs.expect(req.sessionId, req.maxTokens);
+    return out > 0 ? Math.ceil((sel.isl + out) / sel.blockSize) - Math.floor(sel.isl / sel.blockSize) : 0;
+  }
+
   /** Selection without booking (query-only, probe); the decision is filled only when the request asks to explain. */
   selectOnly(p: Pending, r: Resolved = this.resolve(p)): { selection: Selection; signals: RouteSignals; decision?: DecisionRecord } {
     const capture = p.req.explain ? Capture.candidates : Capture.none;
@@ -252,6 +261,7 @@ export class RoutingCore {
     const s = p.session && !p.session.readOnly ? p.session : undefined;
     const booking = this.sequences.book(rank, {
       requestId: req.requestId, prefillTokens: sel.isl - sel.cachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
+      outputBlocks: this.config.decodeAware ? this.#outputBlocks(req, sel) : 0,
     });
     if (s) {
       this.sessions.acquireLease(s.id);

@@ -72,6 +72,8 @@ export interface RouteRequest {
   /** Queue jump in seconds (FCFS/LCFS) or a weight boost (WSPT). Default 0. */
   priority?: number;
   sessionId?: string;
+  /** The client's max_tokens (or max_completion_tokens): caps the output length decode-aware load expects. */
+  maxTokens?: number;
   /** Select and report without booking anything. */
   queryOnly?: boolean;
   /** Copy the decision's candidates table into the outcome (the explain header), whatever the sinks want. */
@@ -135,6 +137,8 @@ export interface RankLoadSnapshot {
   activeRequests: number;
   activeBlocks: number;
   activePrefillTokens: number;
+  /** KV blocks the live bookings are expected to grow by while decoding (decode-aware load). */
+  expectedOutputBlocks: number;
   totalKvBlocks?: number;
   maxBatchedTokens?: number;
   /** Bookings other router replicas hold on this rank (shared over NATS). */

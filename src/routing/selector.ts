@@ -143,7 +143,7 @@ export class Selector implements TieInputs {
       const r = ranks[i]!, load = r.load;
       f64[overlapCol + i] = this.#overlapOf(r, gen);
       f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
-      const own = load.activeBlocks + load.remote.blocks;
+      const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
       f64[activeCol + i] = inflight !== undefined && load.activeRequests > 0 ? inflight.sharedOf(r.slot) : 0;
       f64[bsCol + i] = blockSize;

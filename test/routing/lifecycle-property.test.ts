@@ -30,6 +30,8 @@ interface ModelBooking {
   dpRank: number;
   seq: bigint[];
   prefill: number;
+  /** Decode growth the router should count: no usage is reported here, so it follows max_tokens alone. */
+  output: number;
   prefillDone: boolean;
   bookedAt: number;
   handle?: RequestHandle;
@@ -49,6 +51,8 @@ interface ScenarioStats {
 
 async function runScenario(seed: number, steps: number, config: RouterConfigInput): Promise<ScenarioStats> {
   const rand: RandomSource = createPrng(seed);
+  // A stream of its own, so adding max_tokens did not reshuffle the scenarios the other draws make.
+  const outRand: RandomSource = createPrng(seed ^ 0x5eed);
   const f = await fixture({ queueThreshold: 1, queueMaxLength: 8, queueMaxWaitMs: 20_000, sessionTtlMs: 30_000, planTtlMs: 15_000, ...config },
     FLEET, await smallIndex());
   const { router, clock, index } = f;
@@ -79,6 +83,7 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
     const sig = routedSignals.get(b.requestId)!;
     live.set(b.bookingId, {
       requestId: b.requestId, worker: b.worker, dpRank: b.dpRank, seq: seqOf.get(b.requestId)!, prefill: sig.isl - sig.cached,
+      output: maxTokensOf.has(b.requestId) ? Math.ceil((sig.isl + maxTokensOf.get(b.requestId)!) / BS) - Math.floor(sig.isl / BS) : 0,
       prefillDone: false, bookedAt: clock.now(),
     });
     byRequest.set(b.requestId, b.bookingId);
@@ -117,6 +122,7 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
     pending.add(t);
   };
 
+  const maxTokensOf = new Map<string, number>();
   const newRequest = (): RouteRequest => {
     const id = `r${nextId++}`;
     const family = randomInt(rand, 6);
@@ -125,6 +131,7 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
     tokensOf.set(id, tokens);
     seqOf.set(id, index.hash(tokens, { blockSize: BS }).seq);
     const req: RouteRequest = { requestId: id, tokens, model: "m", priority: rand() < 0.2 ? randomInt(rand, 10) : undefined };
+    if (outRand() < 0.5) maxTokensOf.set(id, (req.maxTokens = 1 + randomInt(outRand, 600)));
     const roll = rand();
     if (roll < 0.2) req.sessionId = `s${randomInt(rand, 6)}`;
     else if (roll < 0.27) req.target = { worker: "abcdx"[randomInt(rand, 5)]!, dpRank: rand() < 0.5 ? undefined : randomInt(rand, 4) };
@@ -160,6 +167,7 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
         ? ms.reduce((s, m) => s + m.seq.length, 0)
         : new Set(ms.flatMap((m) => m.seq)).size;
       expect(r.activeBlocks).toBe(blocks);
+      expect(r.expectedOutputBlocks).toBe(ms.reduce((s, m) => s + m.output, 0));
     }
     expect([...perRank.keys()], "bookings left on unregistered workers").toEqual([]);
   };
@@ -298,7 +306,7 @@ async function runScenario(seed: number, steps: number, config: RouterConfigInpu
   expect(live.size).toBe(0);
   expect(router.liveBookings).toBe(0);
   expect(router.queueDepth).toBe(0);
-  for (const r of router.snapshot().ranks) expect([r.activeRequests, r.activeBlocks, r.activePrefillTokens]).toEqual([0, 0, 0]);
+  for (const r of router.snapshot().ranks) expect([r.activeRequests, r.activeBlocks, r.activePrefillTokens, r.expectedOutputBlocks]).toEqual([0, 0, 0, 0]);
   return { booked: bookedTotal, freed: freedOnce.size, reasons, outcomes, maxQueueDepth };
 }
 
