@@ -12,8 +12,9 @@
  * with KV reuse assumed (default: in-flight prompt blocks deduplicated by sequence hash) and without.
  *
  * Decision capture (issue 17): each worker count also runs, with KV reuse assumed, with a DecisionSink wanting the
- * candidates table (the gateway's ring) and one wanting the replay inputs (the decision log's record, formatting and
- * file writing excluded), interleaved in rounds with the no-sink baseline; printed as ratios to that baseline.
+ * candidates table (the gateway's ring), one wanting the replay inputs (the decision log's record), and one that also
+ * formats the log's JSON line (file writing excluded: it is asynchronous), interleaved in rounds with the no-sink
+ * baseline; printed as ratios to that baseline.
  *
  * Flags: --workers 16,64,256  --requests N (4000 measured)  --warmup N (1000)  --tokens N (8192)  --block-size N (16)
  * Measured, never asserted; always exits 0.
@@ -23,7 +24,11 @@ import type { KvIndex } from "../src/core/kv-index.ts";
 import { ManualClock } from "../src/routing/clock.ts";
 import type { RequestHandle } from "../src/routing/request-handle.ts";
 import { Router } from "../src/routing/router.ts";
-import type { DecisionDetail, DecisionSink } from "../src/routing/decision-record.ts";
+import type { DecisionSink } from "../src/routing/decision-record.ts";
+import { formatDecisionLine } from "../src/decisions/decision-log-format.ts";
+
+/** What the bench's sink asks for: the ring's table, the log's inputs, or the inputs formatted as the log's line. */
+type CaptureMode = "candidates" | "inputs" | "log-line";
 import { environment, percentile, table, writeResults } from "./harness.ts";
 import * as hooks from "../test/support/kv-index-hooks.ts";
 
@@ -96,14 +101,17 @@ export interface SelectResult {
   meanOverlapBlocks: number;
 }
 
-async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?: DecisionDetail): Promise<SelectResult> {
+async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?: CaptureMode): Promise<SelectResult> {
   const index: KvIndex = await createKvIndex({
     maxSlots: Math.max(64, workers), capacity: 1 << 18, maxPromptTokens: Math.max(a.tokens, 1 << 14), approxMaxBlocks: 1 << 16,
   });
   const clock = new ManualClock(0);
   // The sink keeps only the last record, so what is measured is the capture, not a growing array.
   let last: unknown;
-  const decisions: DecisionSink | undefined = capture && { detail: capture, decided: (r) => { last = r; } };
+  const decisions: DecisionSink | undefined = capture && {
+    detail: capture === "candidates" ? "candidates" : "inputs",
+    decided: (r) => { last = capture === "log-line" ? formatDecisionLine(r) : r; },
+  };
   const router = new Router({ index, now: clock.now, decisions }, { assumeKvReuse, queueThreshold: null });
   for (let w = 0; w < workers; w++) {
     router.addWorker({ id: `w${w}`, endpoint: `http://w${w}`, models: ["m"], blockSize: a.blockSize, totalKvBlocks: 100_000 });
@@ -190,11 +198,12 @@ export async function main(args: string[]): Promise<void> {
   // Capture cost: three rounds of (none, candidates, inputs), interleaved so drift on a shared machine hits all alike.
   const capture: { workers: number; detail: string; selectP50Us: number; selectMeanUs: number; ratioP50: number; ratioMean: number }[] = [];
   for (const workers of a.workers) {
-    const rows: Record<string, SelectResult[]> = { none: [], candidates: [], inputs: [] };
+    const rows: Record<string, SelectResult[]> = { none: [], candidates: [], inputs: [], "log-line": [] };
     for (let round = 0; round < 3; round++) {
       rows.none!.push(await runOne(workers, true, a));
       rows.candidates!.push(await runOne(workers, true, a, "candidates"));
       rows.inputs!.push(await runOne(workers, true, a, "inputs"));
+      rows["log-line"]!.push(await runOne(workers, true, a, "log-line"));
     }
     const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
     const base = rows.none!;

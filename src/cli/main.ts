@@ -2,6 +2,7 @@
 import { createKvIndex } from "../core/create-kv-index.ts";
 import { serveHelp } from "../gateway/config-load.ts";
 import { HASH_USAGE, runHash } from "./hash-command.ts";
+import { runExplain } from "./explain-command.ts";
 
 export const USAGE = `usage: kvgate <command> [options]
 commands:
@@ -10,12 +11,15 @@ commands:
   sim      run a simulated OpenAI-compatible engine (kvgate sim --help)
   replay   replay a trace through the router under five policies (kvgate replay --help)
   bridge   forward an engine's ZeroMQ KV events to a router over HTTP (kvgate bridge --help)
+  explain  replay a decision log (serve --decision-log) through the WASM core (kvgate explain --help)
   help     this text
 ${HASH_USAGE}`;
 
 export interface CliIo {
   stdin(): string;
   write(text: string): void;
+  /** Reads a local file as UTF-8 (kvgate explain); hosts without files leave it out. */
+  readText?(path: string): string;
 }
 
 /** Runs one command; resolves to the process exit code. */
@@ -26,6 +30,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const index = await createKvIndex({ capacity: 1024, maxSlots: 1 });
       io.write(runHash(index, rest, io.stdin));
       return 0;
+    }
+    case "explain": {
+      const readText = io.readText;
+      if (!readText) {
+        io.write("kvgate explain: this host cannot read files\n");
+        return 2;
+      }
+      return runExplain(rest, { readText, write: (t) => io.write(t) });
     }
     case "serve":
       // Serving owns the process (sockets, signals), so src/adapter/node/cli.ts starts it; only the help is pure.

@@ -28,6 +28,16 @@ function keepAlive(c: Context, p: Promise<void>): void {
   ctx?.waitUntil(p.catch(() => {}));
 }
 
+/** Workers freeze timers between requests: queued spans are sent under waitUntil instead of on the exporter's timer. */
+function flushSpansOnWorkers(c: Context, gw: GatewayState): void {
+  if (!gw.tracing.exporter?.pending) return;
+  try {
+    c.executionCtx.waitUntil(gw.tracing.flush());
+  } catch {
+    // Not on Workers: the exporter's own timer sends them.
+  }
+}
+
 export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   const app = new Hono();
   app.onError((err) => toErrorResponse(err, (m) => gw.log("warn", m)));
@@ -39,6 +49,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
     if (p) keepAlive(c, p);
     await next();
     if (c.req.path.startsWith("/v1/")) gw.metrics.answered(c.req.routePath, c.res.status);
+    flushSpansOnWorkers(c, gw);
   });
 
   app.get("/health", (c) => c.json({ status: "ok" }));

@@ -22,7 +22,8 @@ export async function bootGateway(host: BootHost): Promise<Booted> {
     host.write(loaded.text);
     return { kind: "help" };
   }
-  return { kind: "gateway", gateway: await createGateway(loaded.config, host), config: loaded.config };
+  // The OTEL_* tracing variables come from the same environment the adapter read KVGATE_* from.
+  return { kind: "gateway", gateway: await createGateway(loaded.config, { ...host, otelEnv: host.otelEnv ?? host.env }), config: loaded.config };
 }
 
 /** The line adapters print once listening; tests and scripts wait for it. */

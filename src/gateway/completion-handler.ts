@@ -16,6 +16,8 @@ import { previewBody } from "./route-preview.ts";
 import { hedgedDispatch } from "./hedged-dispatch.ts";
 import { SseRelay } from "./sse-relay.ts";
 import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
+import { explainHeaders, explainTable } from "./explain.ts";
+import { RequestTrace } from "./request-trace.ts";
 import { recordUsage } from "./usage-feedback.ts";
 
 function respond(body: BodyInit | null, upstream: Response, extra: Record<string, string>): Response {
@@ -24,15 +26,16 @@ function respond(body: BodyInit | null, upstream: Response, extra: Record<string
   return new Response(body, { status: upstream.status, headers });
 }
 
-/** The decision headers of a dispatch, with the disaggregation ones when there are. */
-function headersOf(d: Dispatched, requestId: string): Record<string, string> {
-  return d.headers ? { ...decisionHeaders(d.signals, requestId), ...d.headers } : decisionHeaders(d.signals, requestId);
+/** The decision headers of a dispatch, with the disaggregation ones when there are, and the explain table when asked. */
+async function headersOf(d: Dispatched, requestId: string): Promise<Record<string, string>> {
+  const h = d.headers ? { ...decisionHeaders(d.signals, requestId), ...d.headers } : decisionHeaders(d.signals, requestId);
+  return d.decision ? { ...h, ...(await explainHeaders(d.decision)) } : h;
 }
 
 async function passThrough(gw: GatewayState, d: Dispatched, requestId: string): Promise<Response> {
   const bytes = await d.attempt.res.arrayBuffer().catch(() => new ArrayBuffer(0));
   d.handle.fail();
-  return respond(bytes, d.attempt.res, headersOf(d, requestId));
+  return respond(bytes, d.attempt.res, await headersOf(d, requestId));
 }
 
 /** A whole (non-streamed) answer: nothing reaches the client before it is complete, so any failure is retried. */
@@ -42,6 +45,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
     if (!d.attempt.res.ok) return passThrough(gw, d, ex.requestId);
     try {
       const bytes = await readAll(d.attempt.res, gw.config.upstream.idleTimeoutMs);
+      ex.trace.streamEnd();
       d.handle.firstToken();
       d.handle.finish();
       try {
@@ -50,7 +54,7 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
         // not JSON: nothing to learn from it
       }
       gw.metrics.duration.observe({ endpoint: ex.endpoint }, (gw.fineNow() - ex.arrivedAt) / 1000);
-      return respond(bytes as Uint8Array<ArrayBuffer>, d.attempt.res, headersOf(d, ex.requestId));
+      return respond(bytes as Uint8Array<ArrayBuffer>, d.attempt.res, await headersOf(d, ex.requestId));
     } catch (e) {
       if (ex.signal.aborted) {
         d.handle.cancel();
@@ -73,19 +77,33 @@ async function whole(gw: GatewayState, ex: Exchange, first: Dispatched): Promise
 
 export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
   return async function completions(c: Context): Promise<Response> {
+    const trace = gw.tracing.tracer ? new RequestTrace(gw.tracing.tracer, c.req.raw.headers, { "http.request.method": "POST", "url.path": c.req.path }) : undefined;
+    if (!trace) return answer(c, undefined);
+    try {
+      const res = await answer(c, trace);
+      // A relayed stream ends its span when the stream ends; everything else has ended here.
+      if (!res.headers.get("content-type")?.startsWith("text/event-stream")) trace.end(res.status);
+      return res;
+    } catch (e) {
+      trace.end((e as { status?: number }).status ?? 500, (e as Error)?.message);
+      throw e;
+    }
+  };
+
+  async function answer(c: Context, trace: RequestTrace | undefined): Promise<Response> {
     const { value, text } = await readJsonObjectText(c.req.raw);
-    const ex = await prepareExchange(gw, c, endpoint, value, text);
+    const ex = await prepareExchange(gw, c, endpoint, value, text, trace);
     if (ex.ext.queryOnly) {
       const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
-      const signals = await gw.router.query({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target });
-      return c.json(previewBody(signals, ex));
+      const { signals, decision } = await gw.router.queryDecision({ requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude, overrides: ex.ext.overrides, target: ex.ext.target, explain: ex.explain || undefined });
+      return c.json(decision ? { ...previewBody(signals, ex), explain: explainTable(decision) } : previewBody(signals, ex));
     }
     const first = ex.stream && gw.hedge.enabled ? await hedgedDispatch(gw, ex, gw.hedge) : await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
     const res = first.attempt.res;
     if (!res.ok) return passThrough(gw, first, ex.requestId);
     if (ex.stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-      return new SseRelay(gw, ex, first).response(headersOf(first, ex.requestId));
+      return new SseRelay(gw, ex, first).response(await headersOf(first, ex.requestId));
     }
     return whole(gw, ex, first);
-  };
+  }
 }

@@ -5,7 +5,7 @@
  * is tried while the budget lasts. A request pinned to a worker (`kvgate.worker_id`) is not moved.
  */
 import { KvgateError, isKvgateError } from "../core/errors.ts";
-import { queueRejectedError, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
+import { queueRejectedError, type DecisionRecord, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { retryableStatus, sendUpstream, UpstreamFailure, type Attempt } from "./upstream.ts";
 
@@ -20,6 +20,8 @@ export interface Dispatched {
    * says nothing about routing, so the prefill leg's usage is the actual hit recorded instead.
    */
   kvTransferred?: boolean;
+  /** The decision's candidates table, when the client asked to explain it. */
+  decision?: DecisionRecord;
 }
 
 /** How one leg of a request is routed and sent; disaggregated serving sends two legs per request. */
@@ -64,10 +66,12 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
   for (;;) {
     const exclude = ex.ext.exclude ? [...ex.ext.exclude, ...ex.excluded] : ex.excluded;
     let outcome;
+    const routeStart = ex.trace.now();
     try {
       outcome = await gw.router.route({
         requestId: leg.requestId, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: leg.phase, sessionId: leg.sessionId, signal: leg.signal, exclude,
         overrides: leg.overrides, priority: ex.ext.priority, target: leg.target, maxTokens: leg.phase === "prefill" ? 1 : ex.maxTokens,
+        explain: ex.explain || undefined,
       });
     } catch (e) {
       // Every worker left was excluded by this request's failures: report the failure, not the empty fleet.
@@ -77,20 +81,24 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     if (outcome.kind === "queue_rejected") throw queueRejectedError(outcome.rejection);
     if (outcome.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a dispatch");
     const { handle, signals } = outcome;
+    ex.trace.routed(signals, routeStart);
     if (leg.prefilled) handle.firstToken();
     // One prediction per request: a disaggregated request's is its prefill leg's (recorded by routePrefill).
     if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs, ex);
     let failure: UpstreamFailure;
     try {
-      const attempt = await sendUpstream(gw.fetch, signals.endpoint + ex.path, leg.headers ?? ex.headers, bodyText, leg.signal, cfg.headersTimeoutMs);
+      const url = signals.endpoint + ex.path;
+      const attempt = await sendUpstream(gw.fetch, url, ex.trace.dispatchStart(signals, url, leg.headers ?? ex.headers), bodyText, leg.signal, cfg.headersTimeoutMs);
       const status = attempt.res.status;
+      ex.trace.dispatchEnd(status, retryableStatus(status) ? `worker answered ${status}` : undefined);
       if (attempt.res.ok || !retryableStatus(status)) {
         gw.health.attemptSucceeded(signals.worker);
-        return { attempt, handle, signals, kvTransferred: leg.prefilled };
+        return { attempt, handle, signals, kvTransferred: leg.prefilled, decision: ex.explain ? outcome.decision : undefined };
       }
       const text = await attempt.res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${status}${text ? `: ${upstreamMessage(text)}` : ""}`, status);
     } catch (e) {
+      ex.trace.dispatchEnd(undefined, (e as Error)?.message ?? String(e));
       if (!(e instanceof UpstreamFailure)) {
         handle.cancel();
         throw e;

@@ -9,6 +9,8 @@ import type { Exchange, GatewayState } from "./gateway-state.ts";
 import type { Endpoint } from "./prompt-tokens.ts";
 import { requestScope } from "./request-scope.ts";
 import { upstreamHeaders } from "./upstream.ts";
+import { EXPLAIN_HEADER, wantsExplain } from "./explain.ts";
+import { NO_TRACE, type RequestTrace } from "./request-trace.ts";
 
 function bad(message: string, param: string): never {
   throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", message, { param });
@@ -65,23 +67,32 @@ export function workerBody(raw: Record<string, unknown>, rawText: string | undef
  * Parses, tokenizes and describes one request; shared with /v1/route. `rawText` is the text `raw` was parsed
  * from, when the caller has it.
  */
-export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string): Promise<Exchange> {
+export async function prepareExchange(gw: GatewayState, c: Context, endpoint: Endpoint, raw: Record<string, unknown>, rawText?: string, trace: RequestTrace = NO_TRACE): Promise<Exchange> {
   const arrivedAt = gw.fineNow();
+  const explain = wantsExplain(c.req.raw.headers, gw.config.adminToken);
   checkBody(endpoint, raw);
   const scope = requestScope(gw, raw, c.req.raw.headers);
   const model = scope.model;
   const ext = parseRoutingExtension(raw);
   const { body, bodyText, stream, stripUsage } = workerBody(raw, rawText, gw.config.upstream.streamUsage,
     scope.saltFromHeader ? scope.namespace : undefined);
+  const tokenizeStart = trace.now();
   const t = await gw.tokenizers.tokenize(endpoint, body, scope.tokenizerModel);
+  trace.tokenized(tokenizeStart, t.tokens.length, t.mode);
   gw.metrics.tokenized.inc({ mode: t.mode });
   const requestId = gw.newRequestId();
+  const headers = upstreamHeaders(c.req.raw.headers, requestId);
+  // The explain request (and the admin token with it) is kvgate's, not the worker's.
+  if (explain) {
+    headers.delete(EXPLAIN_HEADER);
+    if (gw.config.adminToken !== "") headers.delete("authorization");
+  }
   return {
     endpoint, path: endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions", model, adapter: scope.adapter,
     namespace: scope.namespace, tokenizerModel: scope.tokenizerModel, body, bodyText,
     tokens: t.tokens.subarray(0, gw.config.index.maxPromptTokens), tokenizeMs: t.ms, stream, stripUsage, requestId,
-    headers: upstreamHeaders(c.req.raw.headers, requestId), ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader), maxTokens: maxTokensOf(raw),
-    signal: c.req.raw.signal, arrivedAt, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
+    headers, ext, sessionId: sessionIdFrom(c.req.raw.headers, gw.config.router.sessionHeader), maxTokens: maxTokensOf(raw),
+    signal: c.req.raw.signal, arrivedAt, explain, trace, excluded: [], retriesLeft: gw.config.upstream.retries, migrationsLeft: gw.config.upstream.migrationLimit,
   };
 }
 

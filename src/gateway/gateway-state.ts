@@ -14,6 +14,8 @@ import type { Endpoint, PromptTokenizerPool } from "./prompt-tokens.ts";
 import type { EngineMetricsScraper } from "./engine-metrics.ts";
 import type { WorkerHealthMonitor } from "./worker-health.ts";
 import type { DecisionRing } from "./decision-ring.ts";
+import type { Tracing } from "../observability/tracing.ts";
+import type { RequestTrace } from "./request-trace.ts";
 
 export type LogFn = (level: "info" | "warn", message: string) => void;
 
@@ -37,6 +39,8 @@ export interface GatewayState {
   readonly ingest: KvIngest;
   /** The last config.decisions.recent routing decisions with their candidates (for /v1/stats and the dashboard). */
   readonly decisions: DecisionRing;
+  /** OpenTelemetry tracing (tracer undefined: off). */
+  readonly tracing: Tracing;
   /** TTFT hedging's learnt thresholds and budget (disabled unless --hedge-budget > 0). */
   readonly hedge: HedgePolicy;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
@@ -84,6 +88,10 @@ export interface Exchange {
   readonly signal: AbortSignal;
   /** fineNow() at arrival. */
   readonly arrivedAt: number;
+  /** The client asked (x-kvgate-explain: 1, with the admin token when one is set) for the decision's candidates table. */
+  readonly explain: boolean;
+  /** The request's spans (an inert shared instance when tracing is off). */
+  readonly trace: RequestTrace;
   /** Workers that failed this request (never chosen again for it). */
   readonly excluded: string[];
   retriesLeft: number;

@@ -8,6 +8,10 @@ import type { Hono } from "hono";
 import { createKvIndex } from "../core/create-kv-index.ts";
 import { fanOutDecisions, performanceNow, Router, type NowFn } from "../routing/index.ts";
 import { DecisionRing } from "./decision-ring.ts";
+import { DecisionLogSink, type DecisionLogFactory } from "../decisions/decision-log-sink.ts";
+import { KvgateError } from "../core/errors.ts";
+import type { Tracer } from "@opentelemetry/api";
+import { createTracing } from "../observability/tracing.ts";
 import { createTextLoader, createTokenizerRegistry } from "../tokenize/index.ts";
 import { createApp } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -40,6 +44,12 @@ export interface GatewayHost {
   runtime?: string;
   /** NATS for router replicas sharing state (--nats); without it --nats is refused. */
   syncBus?: SyncBusFactory;
+  /** Opens the decision log (--decision-log; Node); without it --decision-log is refused. */
+  decisionLog?: DecisionLogFactory;
+  /** The runtime's environment, for the standard OTEL_* tracing variables (bootGateway passes the adapter's env). */
+  otelEnv?: Readonly<Record<string, string | undefined>>;
+  /** An embedder's own tracer (its provider and exporter); wins over otelEnv. */
+  tracer?: Tracer;
 }
 
 export interface Gateway {
@@ -82,7 +92,12 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   let health: WorkerHealthMonitor | undefined;
   let sync: ReplicaSync | undefined;
   const decisions = new DecisionRing(config.decisions.recent);
-  const decisionSink = fanOutDecisions([decisions.capacity > 0 ? decisions : undefined]);
+  const d = config.decisions;
+  if (d.log !== "" && !host.decisionLog) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--decision-log needs a file system; ${host.runtime ?? "this runtime"} has none here (use Node)`);
+  }
+  const decisionLog = d.log !== "" ? new DecisionLogSink(host.decisionLog!({ path: d.log, maxBytes: d.logMaxBytes, keep: d.logKeep }, (m) => log("warn", m)), d.logTokens) : undefined;
+  const decisionSink = fanOutDecisions([decisions.capacity > 0 ? decisions : undefined, decisionLog]);
   const router = new Router({ index, now, fineNow, decisions: decisionSink, observer: {
     booked: (b) => {
       health?.booked(b.worker);
@@ -132,7 +147,8 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
       onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
     }),
-    decisions, hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,
+    decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }),
+    hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,
       window: Math.max(256, config.upstream.hedgeMinSamples) }),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
@@ -156,6 +172,8 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const app = createApp(state, { maybeTick: () => (now() - lastTick >= config.tickMs ? tick() : undefined) });
   return { state, app, fetch: (req, env, ctx) => app.fetch(req, env as never, ctx as never), tick, close: async () => {
     await sync?.close();
+    await decisionLog?.close();
+    await state.tracing.flush();
     await state.ingest.close();
   } };
 }

@@ -13,6 +13,7 @@ import { prepareExchange } from "./exchange.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readJsonObjectText } from "../core/json-body.ts";
 import { newPlanId, routeTokenGuard } from "./route-plans.ts";
+import { explainTable } from "./explain.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
 export function previewBody(s: RouteSignals, ex: Pick<Exchange, "tokenizeMs" | "model" | "adapter" | "namespace">): Record<string, unknown> {
@@ -57,13 +58,15 @@ async function commit(gw: GatewayState, ex: Exchange): Promise<{ body: Record<st
   }
   const out = await gw.router.commit({
     requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, sessionId: ex.sessionId, signal: ex.signal, exclude: ex.ext.exclude,
-    overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target,
+    overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target, explain: ex.explain || undefined,
   }, newPlanId());
   if (out.kind === "queue_rejected") throw queueRejectedError(out.rejection);
   // One prediction per booked request, as kvgate's own dispatch records it.
   gw.metrics.routed(out.signals, ex.tokenizeMs, ex);
   const plan = out.plan;
-  return { body: { ...previewBody(out.signals, ex), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) }, signals: out.signals };
+  const body: Record<string, unknown> = { ...previewBody(out.signals, ex), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) };
+  if (ex.explain && out.decision) body.explain = explainTable(out.decision);
+  return { body, signals: out.signals };
 }
 
 export function routePreviewHandler(gw: GatewayState) {
@@ -80,10 +83,11 @@ export function routePreviewHandler(gw: GatewayState) {
     const ex = await prepareExchange(gw, c, Array.isArray(raw.messages) ? "chat" : "completions", raw, text);
     // A disaggregated model is previewed on its decode pool (where the client's stream would come from).
     const phase = servesDisaggregated(gw, ex.model) ? "decode" : undefined;
-    const s = await gw.router.query({
+    const { signals: s, decision } = await gw.router.queryDecision({
       requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase, sessionId: ex.sessionId, exclude: ex.ext.exclude,
-      overrides: ex.ext.overrides, target: ex.ext.target,
+      overrides: ex.ext.overrides, target: ex.ext.target, explain: ex.explain || undefined,
     });
-    return c.json(previewBody(s, ex), 200, { "x-gateway-destination-endpoint": new URL(s.endpoint).host });
+    const body = decision ? { ...previewBody(s, ex), explain: explainTable(decision) } : previewBody(s, ex);
+    return c.json(body, 200, { "x-gateway-destination-endpoint": new URL(s.endpoint).host });
   };
 }

@@ -150,6 +150,7 @@ export class SseRelay {
         this.#attemptOutput = true;
         this.#cur.handle.firstToken();
         if (this.#tokens === 0) {
+          this.ex.trace.firstToken();
           this.#firstTokenAt = now;
           this.gw.metrics.firstToken((now - this.ex.arrivedAt) / 1000);
         }
@@ -170,6 +171,7 @@ export class SseRelay {
     if (this.#doneSeen) return;
     this.#doneSeen = true;
     this.#cur.handle.finish();
+    this.ex.trace.streamEnd(this.#tokens);
     this.#recordUsage();
     const m = this.gw.metrics;
     const now = this.gw.fineNow();
@@ -188,6 +190,7 @@ export class SseRelay {
     this.#unwatch();
     controller.close();
     void this.#reader.cancel().catch(() => {});
+    this.ex.trace.end(200);
   }
 
   #endWithError(controller: ReadableStreamDefaultController<Uint8Array>, e: unknown): void {
@@ -195,6 +198,7 @@ export class SseRelay {
     if (this.#closed) return;
     this.gw.log("warn", `request ${this.ex.requestId}: stream ended with an error: ${err.message}`);
     controller.enqueue(errorEvents(err));
+    this.ex.trace.end(err.status, err.message);
     this.#closed = true;
     this.#unwatch();
     controller.close();
@@ -286,5 +290,6 @@ export class SseRelay {
     void this.#reader.cancel().catch(() => {});
     this.#cur.handle.cancel();
     this.gw.metrics.cancellations.inc();
+    this.ex.trace.end(499, "the client went away");
   }
 }

@@ -36,6 +36,8 @@ export interface PolicyRunInput {
   /** Engine ms between load samples. */
   sampleEveryMs: number;
   host: ReplayHost;
+  /** Log this run's decisions here (needs host.decisionLog). */
+  decisionLog?: { path: string; tokens: boolean };
   /** Injected into the fleet the same way for every policy (see replay-faults.ts). */
   faults?: readonly ReplayFault[];
   onProgress?(p: { sent: number; done: number; errors: number; total: number }): void;
@@ -118,8 +120,10 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
       onBatch: events ? ingest : undefined,
     });
     servers.push(sims);
-    gw = await createGateway(replayGatewayConfig(input, workers.map((id, i) => ({ id, url: sims.urls[i]! }))), {
-      fetch: host.fetch, now: clock.now, fineNow: clock.now, log: (line) => void (log.length < 20 && log.push(line)),
+    const config = replayGatewayConfig(input, workers.map((id, i) => ({ id, url: sims.urls[i]! })));
+    if (input.decisionLog) config.decisions = { ...config.decisions, log: input.decisionLog.path, logTokens: input.decisionLog.tokens };
+    gw = await createGateway(config, {
+      decisionLog: host.decisionLog, fetch: host.fetch, now: clock.now, fineNow: clock.now, log: (line) => void (log.length < 20 && log.push(line)),
     });
     const gateway = gw;
     const front = await host.serve(async (req) => gateway.fetch(req));
@@ -171,5 +175,7 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
     return { policy, workers, records, gaps: Float64Array.from(gaps), load, schedule, events, log };
   } finally {
     await Promise.all(servers.map((s) => s.close()));
+    // Writes the decision log's last lines.
+    await gw?.close();
   }
 }

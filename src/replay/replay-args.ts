@@ -36,6 +36,9 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
                              small_cache:W@F engine wW has F x --num-gpu-blocks while the router assumes the full size
   --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
   --json PATH, --html PATH   override either output path
+  --decision-log FILE        log every routing decision for \`kvgate explain\`: one file per policy, the policy's name
+                             before the extension (decisions.jsonl → decisions.kv_events.jsonl; not the warm-up)
+  --decision-log-tokens      also log each prompt's tokens (explain then re-hashes them)
   --no-progress              no progress bar on stderr`;
 
 export interface ReplayConfig {
@@ -57,6 +60,9 @@ export interface ReplayConfig {
   htmlPath: string;
   progress: boolean;
   help: boolean;
+  /** Decision log path (the policy's name is inserted before the extension); undefined: none. */
+  decisionLog?: string;
+  decisionLogTokens: boolean;
 }
 
 const SPEC = {
@@ -64,6 +70,7 @@ const SPEC = {
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
   "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
+  "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
 
 type Flags = Record<string, string | boolean>;
@@ -117,5 +124,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     htmlPath: str("html") ?? `${out}.html`,
     progress: f["no-progress"] !== true,
     help: f.help === true,
+    decisionLog: str("decision-log"),
+    decisionLogTokens: f["decision-log-tokens"] === true,
   };
 }

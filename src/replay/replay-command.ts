@@ -49,7 +49,8 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const results: PolicyResult[] = [];
   for (const policy of cfg.policies) {
     bar.start(policy);
-    const run = await runPolicy({ ...common, policy, requests: fit.kept, faults: cfg.faults, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
+    const decisionLog = cfg.decisionLog ? { path: policyLogPath(cfg.decisionLog, policy), tokens: cfg.decisionLogTokens } : undefined;
+    const run = await runPolicy({ ...common, policy, requests: fit.kept, faults: cfg.faults, decisionLog, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
     const r = policyResult(run, cfg.engine.blockSize);
     results.push(r);
     for (const line of r.log.slice(0, 5)) host.stderr(`${policy}: ${line}\n`);
@@ -86,4 +87,10 @@ function perWorkerText(results: readonly PolicyResult[]): string {
   const rows = results.filter((r) => r.perWorker.some((w) => w.predictedHitRate > 0));
   return rows.map((r) => `${r.policy} predicted/reported hit rate per worker: ` +
     r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}`).join(", ") + "\n").join("");
+}
+
+/** decisions.jsonl → decisions.<policy>.jsonl (or FILE.<policy> without an extension). */
+export function policyLogPath(path: string, policy: string): string {
+  const slash = path.lastIndexOf("/"), dot = path.lastIndexOf(".");
+  return dot > slash + 1 ? `${path.slice(0, dot)}.${policy}${path.slice(dot)}` : `${path}.${policy}`;
 }

@@ -5,6 +5,7 @@
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import type { WallClock } from "./schedule.ts";
+import type { DecisionLogFactory } from "../decisions/decision-log-sink.ts";
 
 /** A Web-standard request handler (what kvgate's gateway exposes as `fetch`). */
 export type FetchHandler = (req: Request) => Promise<Response>;
@@ -43,4 +44,6 @@ export interface ReplayHost {
   stderrIsTTY: boolean;
   wall: WallClock;
   fetch: typeof fetch;
+  /** Opens a decision log file (`--decision-log`); absent where there are no files. */
+  decisionLog?: DecisionLogFactory;
 }

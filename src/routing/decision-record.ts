@@ -38,10 +38,13 @@ export interface DecisionInputs {
   tree: number[];
   /** How a tie on the lowest cost was broken, when there was one the kernel's first run did not settle. */
   tie?: "rendezvous" | "tree";
-  /** The prompt's chained sequence hashes, one per complete block, as 16 hex digits. */
-  hashes: string[];
-  /** The prompt's token ids, when the log was asked to keep them (then explain re-hashes and checks `hashes`). */
-  tokens?: number[];
+  /**
+   * The prompt's chained sequence hashes, one per complete block, as (lo, hi) u32 words: a copy, not text, since
+   * formatting 500 hashes as hex costs ~0.5 ms and belongs to the log writer, not the routing path.
+   */
+  sequenceWords: Uint32Array;
+  /** The prompt's token ids, when the log was asked to keep them (then explain re-hashes and checks the hashes). */
+  tokens?: Uint32Array;
 }
 
 /**

@@ -228,9 +228,10 @@ export class Selector implements TieInputs {
 
   /** The candidates table (and, for "inputs", what a replay needs), read from the columns the kernel just used. */
   #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number): SelectionCapture {
-    if (p.pinned) return { candidates: [], chosen: -1 };
     const { f64, base, stride } = this.index.scoreColumns();
     const col = (c: number) => base + c * stride;
+    // A pinned rank was not chosen by cost: its table is empty (a replay has nothing to re-run but the hashes).
+    if (p.pinned) n = 0;
     const candidates: DecisionCandidate[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const r = this.#ranks[i]!;
@@ -239,21 +240,20 @@ export class Selector implements TieInputs {
         decodeBlocks: f64[col(ScoreCol.decode) + i]!, activeOverlapBlocks: f64[col(ScoreCol.activeOverlap) + i]!, cost: f64[col(ScoreCol.cost) + i]!,
       };
     }
+    if (p.pinned) chosen = -1;
     if (p.capture !== Capture.inputs && p.capture !== Capture.inputsWithTokens) return { candidates, chosen };
     const tree = new Array<number>(n);
     for (let i = 0; i < n; i++) tree[i] = f64[col(ScoreCol.tree) + i]!;
-    const words = this.firstBlockWords();
-    const hashes = new Array<string>(this.#promptBlocks);
-    for (let b = 0; b < this.#promptBlocks; b++) hashes[b] = wordsHex(words[2 * b]!, words[2 * b + 1]!);
+    const sequenceWords = this.firstBlockWords().slice(0, 2 * this.#promptBlocks);
     const inputs: DecisionInputs = {
       policy: this.policy, overlapWeight: p.overlapWeight, temperature: p.temperature, blockSize,
-      draws: this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, hashes,
+      draws: n === 0 ? [] : this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, sequenceWords,
     };
     if (this.#tie) inputs.tie = this.#tie;
     if (req.lora !== undefined) inputs.lora = req.lora;
     if (req.namespace !== undefined) inputs.namespace = req.namespace;
     if (req.eagle) inputs.eagle = true;
-    if (p.capture === Capture.inputsWithTokens) inputs.tokens = Array.from(req.tokens);
+    if (p.capture === Capture.inputsWithTokens) inputs.tokens = req.tokens instanceof Uint32Array ? req.tokens.slice() : Uint32Array.from(req.tokens);
     return { candidates, chosen, inputs };
   }
 }
@@ -264,9 +264,4 @@ function rankKey(r: RankState): number {
   let k = rankKeys.get(r);
   if (k === undefined) rankKeys.set(r, (k = rankKeyOf(r.worker.id, r.dpRank)));
   return k;
-}
-
-/** A sequence hash's (lo, hi) words as 16 hex digits, the way the decision log writes it. */
-export function wordsHex(lo: number, hi: number): string {
-  return (hi >>> 0).toString(16).padStart(8, "0") + (lo >>> 0).toString(16).padStart(8, "0");
 }

@@ -9,6 +9,7 @@ import type { NowFn } from "./clock.ts";
 import type { Settle } from "./admit-request.ts";
 import type { HandleOps } from "./request-handle.ts";
 import { validateRequest } from "./request-validation.ts";
+import type { DecisionRecord } from "./decision-record.ts";
 import type { FreeReason, QueueRejection, RouteRequest, RouteSignals } from "./routing-types.ts";
 
 /** prefill: booked, no first token yet; decode: the prompt is computed, only the decode blocks still load the worker. */
@@ -47,7 +48,7 @@ interface PlanRecord {
 }
 
 export type CommitOutcome =
-  | { kind: "committed"; plan: PlanView; signals: RouteSignals }
+  | { kind: "committed"; plan: PlanView; signals: RouteSignals; decision?: DecisionRecord }
   | { kind: "queue_rejected"; rejection: QueueRejection };
 
 /** A reserved place under the cap, taken before admission (which may wait in the queue) and given back on failure. */
@@ -91,7 +92,7 @@ export class TwoPhase {
         }
         const plan = this.open(r, out.value.booking);
         opened?.(plan);
-        return { kind: "committed", plan, signals: out.value.signals };
+        return out.value.decision ? { kind: "committed", plan, signals: out.value.signals, decision: out.value.decision } : { kind: "committed", plan, signals: out.value.signals };
       }).catch((e: unknown) => {
         r.release();
         throw e;

@@ -11,6 +11,7 @@ import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
 import { ADAPTER, admin, allData, longText, metric, MODEL, OTHER_MODEL, post, simFor, simProcess, sseData, TOKEN, type SimProcess } from "./fleet.ts";
 import { freePort, until } from "./processes.ts";
 import { startGateway, type RunningGateway, type RuntimeName } from "./runtimes.ts";
+import { parseExplainHeader } from "../../src/gateway/explain.ts";
 
 export function conformanceSuite(runtime: RuntimeName): void {
   describe(`kvgate on ${runtime}`, () => {
@@ -167,6 +168,24 @@ export function conformanceSuite(runtime: RuntimeName): void {
       const body = await res.json();
       expect(["A", "B"]).toContain(body.worker);
       expect(res.headers.get("x-gateway-destination-endpoint")).toBe(new URL(body.endpoint).host);
+    });
+
+    it("should explain a decision with x-kvgate-explain and the admin token, in a header or /v1/route's body, and refuse it without", async () => {
+      const ask = { "x-kvgate-explain": "1", authorization: admin.authorization };
+      for (const stream of [false, true]) {
+        const res = await post(url("/v1/chat/completions"), chat(`explain me, stream ${stream}`, { stream }), ask);
+        expect(res.status).toBe(200);
+        await res.text();
+        const table = await parseExplainHeader(res.headers.get("x-kvgate-explain")!);
+        // A and B serve the model (V is draining, C serves another): both were scored, the chosen one is the header's.
+        expect(table.rows.map((r) => r[0]).sort()).toEqual(["A", "B"]);
+        expect(table.rows[table.chosen]![0]).toBe(res.headers.get("x-kvgate-worker"));
+      }
+      const preview = await (await post(url("/v1/route"), chat("explain the preview"), ask)).json();
+      expect(preview.explain.rows[preview.explain.chosen][0]).toBe(preview.worker);
+      const denied = await post(url("/v1/chat/completions"), chat("explain me without the token"), { "x-kvgate-explain": "1" });
+      expect(denied.status).toBe(403);
+      expect((await denied.json()).error.code).toBe("KVGATE_ERR_FORBIDDEN");
     });
 
     it("should book a committed route plan, move it to decode at first_token, and free it at complete or cancel", async () => {

@@ -4,7 +4,6 @@ import { createPrng } from "../../src/routing/prng.ts";
 import { Router } from "../../src/routing/router.ts";
 import type { DecisionRecord, DecisionSink } from "../../src/routing/decision-record.ts";
 import { fanOutDecisions } from "../../src/routing/decision-fanout.ts";
-import { wordsHex } from "../../src/routing/selector.ts";
 import { DecisionRing } from "../../src/gateway/decision-ring.ts";
 import { BS, cache, prompt, smallIndex, worker } from "./helpers.ts";
 
@@ -91,7 +90,7 @@ describe("decision capture", () => {
     expect(inp.temperature).toBe(0);
     expect(inp.blockSize).toBe(BS);
     expect(inp.namespace).toBe("tenant-1");
-    expect(inp.tokens).toEqual(Array.from(tokens));
+    expect(inp.tokens).toEqual(tokens);
     expect(inp.draws.length).toBeGreaterThanOrEqual(1);
     for (const d of inp.draws) expect(d >= 0 && d < 1).toBe(true);
     // Nothing is cached: a cold three-way tie, settled by rendezvous on the first block's hash.
@@ -100,8 +99,9 @@ describe("decision capture", () => {
     const words = new Uint32Array(2 * 6);
     index.route(tokens, { blockSize: BS, multimodal: [{ block: 0, hash: index.xxh3(new TextEncoder().encode("tenant-1"), 1n) }] });
     index.lastSequenceWordsInto(words);
-    expect(inp.hashes).toEqual(Array.from({ length: 6 }, (_, b) => wordsHex(words[2 * b]!, words[2 * b + 1]!)));
-    expect(inp.hashes[0]).toBe(index.hash(tokens, { blockSize: BS, multimodal: [{ block: 0, hash: index.xxh3(new TextEncoder().encode("tenant-1"), 1n) }] }).seq[0]!.toString(16).padStart(16, "0"));
+    expect(inp.sequenceWords).toEqual(words);
+    const seq0 = index.hash(tokens, { blockSize: BS, multimodal: [{ block: 0, hash: index.xxh3(new TextEncoder().encode("tenant-1"), 1n) }] }).seq[0]!;
+    expect(BigInt(inp.sequenceWords[0]!) | (BigInt(inp.sequenceWords[1]!) << 32n)).toBe(seq0);
   });
 
   it("a warm tie logs the tree sizes and the second draw it consumed", async () => {

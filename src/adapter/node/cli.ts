@@ -21,6 +21,7 @@ try {
   process.exitCode = own ? await own(rest) : await runCli(process.argv.slice(2), {
     stdin: () => readFileSync(0, "utf8"),
     write: (t) => process.stdout.write(t),
+    readText: (p) => readFileSync(p, "utf8"),
   });
 } catch (e) {
   process.stderr.write(`kvgate: ${isKvgateError(e) ? `${e.message} (${e.code})` : String((e as Error)?.stack ?? e)}\n`);

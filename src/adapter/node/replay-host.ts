@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { createReadStream } from "node:fs";
 import { stat, writeFile } from "node:fs/promises";
+import { openDecisionLogFile } from "./decision-log-file.ts";
 import { Readable } from "node:stream";
 import { serve } from "@hono/node-server";
 import { KvgateError } from "../../core/errors.ts";
@@ -54,6 +55,7 @@ export function nodeReplayHost(o: NodeReplayHostOptions = {}): ReplayHost {
     serve: serveOnLoopback,
     open,
     writeFile: (path, text) => writeFile(path, text, "utf8"),
+    decisionLog: openDecisionLogFile,
     stdout: (t) => void process.stdout.write(t),
     stderr: (t) => void process.stderr.write(t),
     stderrIsTTY: process.stderr.isTTY === true,

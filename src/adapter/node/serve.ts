@@ -10,6 +10,7 @@ import { headerCoalescingResponse } from "./server-response.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "../../sim/default-fleet.ts";
 import { startSimServer } from "./sim-server.ts";
 import { natsBus } from "./nats-bus.ts";
+import { openDecisionLogFile } from "./decision-log-file.ts";
 
 /** The ZeroMQ subscriber for workers with a zmq_endpoint (ZMTP for tcp://, the native module for ipc://). */
 export async function zmqTransport(hub: KvEventHub, log?: (line: string) => void): Promise<KvEventTransport> {
@@ -20,7 +21,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   const transport = createNodeHttpFetch();
   const boot = await bootGateway({
     argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t), fetch: transport.fetch,
-    runtime: "Node", kvEventTransport: zmqTransport, syncBus: natsBus,
+    runtime: "Node", kvEventTransport: zmqTransport, syncBus: natsBus, decisionLog: openDecisionLogFile,
   });
   if (boot.kind === "help") return 0;
   const { gateway, config } = boot;

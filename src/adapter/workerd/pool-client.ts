@@ -2,6 +2,7 @@
  * @module The Worker's calls to its pool object: a request forwarded as it came, the decision (one committed
  * `POST /v1/route`) and the plan reports, chained so they reach the object in the order they happened.
  */
+import type { ExplainTable } from "../../gateway/explain.ts";
 import type { ExecutionContext } from "./env-boot.ts";
 
 export interface PoolStub {
@@ -24,6 +25,8 @@ export interface Decision {
   prompt_blocks: number;
   /** The plan's TTL left; first_token and keepalive start it again. */
   expires_in_ms: number;
+  /** The candidates table, when the client asked with x-kvgate-explain (and the admin token). */
+  explain?: ExplainTable;
 }
 
 export type Report = "first_token" | "keepalive" | "complete" | "cancel";

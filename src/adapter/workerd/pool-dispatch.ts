@@ -14,6 +14,7 @@ import { parseRoutingExtension } from "../../routing/index.ts";
 import type { ExecutionContext } from "./env-boot.ts";
 import type { Decision, PoolClient, Report } from "./pool-client.ts";
 import { relayStream } from "./pool-relay.ts";
+import { EXPLAIN_HEADER, explainHeaders } from "../../gateway/explain.ts";
 
 /** Tells clients (and tests) the decision came from the pool object, not from this isolate. */
 export const STATE_HEADER = { "x-kvgate-state": "durable-object" };
@@ -27,9 +28,9 @@ function decisionText(raw: Record<string, unknown>, text: string, excluded: stri
   return JSON.stringify({ ...raw, commit: true, kvgate: { ...ext, exclude_workers: exclude } });
 }
 
-function decisionHeaders(d: Decision): Record<string, string> {
+function decisionHeaders(d: Decision, explain: Record<string, string>): Record<string, string> {
   return {
-    ...STATE_HEADER, "x-kvgate-request-id": d.request_id, "x-kvgate-worker": d.worker, "x-kvgate-dp-rank": String(d.dp_rank),
+    ...STATE_HEADER, ...explain, "x-kvgate-request-id": d.request_id, "x-kvgate-worker": d.worker, "x-kvgate-dp-rank": String(d.dp_rank),
     "x-kvgate-overlap-blocks": `${d.overlap_blocks}/${d.prompt_blocks}`,
   };
 }
@@ -78,19 +79,26 @@ export async function poolCompletion(req: Request, endpoint: Endpoint, pool: Poo
     }
     const d = (await decided.json()) as Decision;
     const report = pool.reporter(d.plan_id, ctx);
+    const explain = await explainHeaders(d.explain);
+    const upstream = upstreamHeaders(req.headers, d.request_id);
+    // The explain request (and the admin token with it) is kvgate's, not the engine's.
+    if (d.explain) {
+      upstream.delete(EXPLAIN_HEADER);
+      if (cfg.adminToken !== "") upstream.delete("authorization");
+    }
     let failure: UpstreamFailure;
     try {
-      const attempt = await sendUpstream(fetch, d.endpoint + path, upstreamHeaders(req.headers, d.request_id), bodyText, req.signal, cfg.upstream.headersTimeoutMs);
+      const attempt = await sendUpstream(fetch, d.endpoint + path, upstream, bodyText, req.signal, cfg.upstream.headersTimeoutMs);
       const res = attempt.res;
       if (res.ok && stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d), d.expires_in_ms / 2);
+        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d, explain), d.expires_in_ms / 2);
       }
-      if (res.ok) return respond(await whole(attempt, cfg.upstream.idleTimeoutMs, report) as Uint8Array<ArrayBuffer>, res, decisionHeaders(d));
+      if (res.ok) return respond(await whole(attempt, cfg.upstream.idleTimeoutMs, report) as Uint8Array<ArrayBuffer>, res, decisionHeaders(d, explain));
       if (!retryableStatus(res.status)) {
         // The worker judged the request (a 4xx the client must see): nothing was served, nothing failed.
         const bytes = await res.arrayBuffer().catch(() => new ArrayBuffer(0));
         report("cancel");
-        return respond(bytes, res, decisionHeaders(d));
+        return respond(bytes, res, decisionHeaders(d, explain));
       }
       const body = await res.text().catch(() => "");
       failure = new UpstreamFailure("status", `answered ${res.status}${body ? `: ${body.slice(0, 300)}` : ""}`, res.status);
