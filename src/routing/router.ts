@@ -19,61 +19,12 @@ import type {
 } from "./routing-types.ts";
 import { probePrefill, type PrefillProbe } from "./prefill-probe.ts";
 import { TwoPhase, type CommitOutcome, type PlanClosed, type PlanView } from "./two-phase.ts";
-import { ClosedLoop, type DistrustInfo, type UsageReport } from "./closed-loop.ts";
-import type { DecisionRecord, DecisionSink } from "./decision-record.ts";
-import { Capture, type CaptureLevel } from "./selector.ts";
+import { ClosedLoop, type UsageReport } from "./closed-loop.ts";
+import type { DecisionRecord } from "./decision-record.ts";
+import { captureFor, type FreedInfo, type RouteOutcome, type RouterDeps, type RouterObserver, type TickReport } from "./router-api.ts";
 
-export interface FreedInfo {
-  bookingId: number;
-  requestId: string;
-  worker: string;
-  dpRank: number;
-  reason: FreeReason;
-}
-
-/** Hooks for metrics and tests; called synchronously, must not throw. */
-export interface RouterObserver {
-  routed?(signals: RouteSignals): void;
-  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string }): void;
-  /** The booking's first token: its prefill stopped loading the worker. */
-  prefillDone?(info: { bookingId: number; worker: string; dpRank: number }): void;
-  freed?(info: FreedInfo): void;
-  /** Approximate mode recorded the routed prompt on the rank; the index's last prompt is still that prompt during the call. */
-  recorded?(info: { worker: string; dpRank: number }): void;
-  /** A two-phase plan opened (commit) or closed (complete, cancel, TTL, or its booking freed otherwise). */
-  planOpened?(plan: PlanView): void;
-  planClosed?(info: PlanClosed): void;
-  /** The closed loop dropped a precise rank's index entries: its engine kept reporting far fewer hits than predicted. */
-  distrusted?(info: DistrustInfo): void;
-}
-
-export interface RouterDeps {
-  index: KvIndex;
-  /** Milliseconds; drives TTLs, queue waits, stale expiry and deadlines. */
-  now: NowFn;
-  /** Uniform draws in [0, 1); default: a PRNG seeded with config.seed. */
-  random?: RandomSource;
-  /** Fine timer for the timing signals; default performance.now. */
-  fineNow?: NowFn;
-  observer?: RouterObserver;
-  /** Told every booked decision with its candidates (and inputs, per its detail); none: nothing is copied. */
-  decisions?: DecisionSink;
-}
-
-export type RouteOutcome =
-  | { kind: "routed"; signals: RouteSignals; handle: RequestHandle; decision?: DecisionRecord }
-  | { kind: "queue_rejected"; rejection: QueueRejection }
-  | { kind: "query"; signals: RouteSignals };
-
-export type { CommitOutcome };
-
-export interface TickReport {
-  expiredBookings: number;
-  expiredPlans: number;
-  queueExpired: number;
-  sessionsReaped: number;
-  approxBlocksExpired: number;
-}
+export { isQueueRejected, queueRejectedError } from "./router-api.ts";
+export type { CommitOutcome, FreedInfo, RouteOutcome, RouterDeps, RouterObserver, TickReport } from "./router-api.ts";
 
 export class Router {
   readonly config: RouterConfig;
@@ -353,20 +304,4 @@ export class Router {
     this.#twoPhase.onFree(b, reason);
     this.#observer?.freed?.({ bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, reason });
   }
-}
-
-function captureFor(sink: DecisionSink | undefined): CaptureLevel {
-  if (!sink) return Capture.none;
-  if (sink.detail !== "inputs") return Capture.candidates;
-  return sink.tokens ? Capture.inputsWithTokens : Capture.inputs;
-}
-
-export function isQueueRejected(o: RouteOutcome | CommitOutcome): o is { kind: "queue_rejected"; rejection: QueueRejection } {
-  return o.kind === "queue_rejected";
-}
-
-/** The KvgateError (429) a gateway answers a queue rejection with; Retry-After is in detail.retryAfterMs. */
-export function queueRejectedError(r: QueueRejection): KvgateError {
-  const what = r.limit === "length" ? `router queue is full (${r.current}/${r.max})` : `waited ${r.current} ms in the router queue (max ${r.max})`;
-  return new KvgateError("KVGATE_ERR_QUEUE_REJECTED", what, { ...r });
 }
