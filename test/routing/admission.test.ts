@@ -159,7 +159,8 @@ describe("busy thresholds count other replicas' bookings", () => {
     const f = await fixture({ busy: { activePrefillTokens: 100 } }, [worker("a"), worker("b")]);
     const tokens = prompt(1, 160, 1);
     cache(f.index, "a", 0, tokens, 10);
-    f.router.setRemoteLoad("a", 0, { requests: 2, prefillTokens: 300, blocks: 0 });
+    // 120 remote prefill tokens on a still cost less than b's 160 uncached ones, so only the busy check moves it.
+    f.router.setRemoteLoad("a", 0, { requests: 2, prefillTokens: 120, blocks: 0 });
     const out = await f.router.route({ requestId: "r", tokens, model: "m" });
     expect(out.kind === "routed" && out.signals.worker).toBe("b"); // a holds the cache, but the peers' prefill makes it busy
     f.router.setRemoteLoad("a", 0, { requests: 0, prefillTokens: 0, blocks: 0 });
