@@ -83,6 +83,9 @@ export interface CoreExports {
   apply_events(nBytes: number): number;
   record_route(slot: number, nBlocks: number, now: number, ttl: number): number;
   expire(now: number): number;
+  /** Per-slot (u64 digest, u32 entries, u32 0) into digest_ptr(); returns the slot count. */
+  index_digest(): number;
+  digest_ptr(): number;
   score(n: number, isl: number, weight: number, temperature: number, rand: number): number;
   debug_trap(): void;
   ingest_reserve(inBytes: number, outBytes: number): number;
