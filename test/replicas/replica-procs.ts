@@ -5,6 +5,7 @@
 import { fileURLToPath } from "node:url";
 import { freePort, start, waitForOutput, type Proc } from "../conformance/processes.ts";
 import { parseIndexDigest, type IndexDigestDoc } from "../../src/replicas/index-divergence.ts";
+import type { ReplayRequest } from "../../src/replay/replay-request.ts";
 
 export const KVGATE_BIN = fileURLToPath(new URL("../../src/adapter/node/kvgate.mjs", import.meta.url));
 export const ADMIN_TOKEN = "replica-test-token";
@@ -85,4 +86,23 @@ export async function remoteBookings(url: string): Promise<number> {
   const res = await fetch(`${url}/admin/workers`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   const body = (await res.json()) as { data: { ranks: { remote: { requests: number } }[] }[] };
   return body.data.reduce((n, w) => n + w.ranks.reduce((m, r) => m + r.remote.requests, 0), 0);
+}
+
+/**
+ * Interleaved conversations for replica tests: each shares a system prompt segment and grows by one turn segment per
+ * request, so later turns hit the blocks earlier ones cached. Arrivals `gapMs` apart.
+ */
+export function conversations(o: { conversations: number; turns: number; gapMs: number; systemTokens: number; turnTokens: number; outputTokens: number }): ReplayRequest[] {
+  const out: ReplayRequest[] = [];
+  let next = 10;
+  const hist = Array.from({ length: o.conversations }, (_, c) => [{ id: 1 + (c % 2), length: o.systemTokens }]);
+  for (let t = 0; t < o.turns; t++) {
+    for (let c = 0; c < o.conversations; c++) {
+      const segs = hist[c]!;
+      segs.push({ id: next++, length: o.turnTokens });
+      const index = out.length;
+      out.push({ index, at: index * o.gapMs, inputLength: segs.reduce((n, s) => n + s.length, 0), outputLength: o.outputTokens, segments: segs.map((s) => ({ ...s })) });
+    }
+  }
+  return out;
 }

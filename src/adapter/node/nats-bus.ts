@@ -22,6 +22,8 @@ class NatsBus implements SyncBus {
   #outbox: [string, Uint8Array, Readonly<Record<string, string>> | undefined][] = [];
   readonly #subs: [string, (m: SyncMessage) => void][] = [];
   #stream: ((m: SyncMessage) => void) | undefined;
+  /** The running ordered consumer's messages, stopped on a reconnect so the loop starts a fresh one after `last`. */
+  #messages: { stop(): void } | undefined;
   readonly #listeners: ((up: boolean) => void)[] = [];
   readonly #ready: Promise<void>;
 
@@ -95,6 +97,9 @@ class NatsBus implements SyncBus {
       try {
         await this.#ensureStream(nc);
         this.#setConnected(true);
+        // The server may have lost the ephemeral consumer; the client would notice only after missed idle heartbeats
+        // (tens of seconds), so start a new one from the last sequence seen now.
+        this.#messages?.stop();
       } catch {
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -165,7 +170,9 @@ class NatsBus implements SyncBus {
         await this.#ensureStream(nc);
         const c = await js.consumers.get(this.o.stream, last === 0 ? { deliver_policy: DeliverPolicy.All }
           : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
-        const it = await c.consume();
+        // Short pulls: a server that vanished without a disconnect is noticed by the idle heartbeats in seconds.
+        const it = await c.consume({ expires: 5_000 });
+        this.#messages = it;
         for await (const m of it) {
           last = m.seq;
           this.#stream?.(asMessage(m));
@@ -173,6 +180,7 @@ class NatsBus implements SyncBus {
       } catch (e) {
         if (!this.#closed && this.#connected) this.o.log(`NATS stream ${this.o.stream}: ${(e as Error).message}`);
       }
+      this.#messages = undefined;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
