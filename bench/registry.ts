@@ -28,6 +28,10 @@ export const BENCHES: Record<string, { about: string; load: () => Promise<BenchM
     about: "the C host (libkvgate, wasm2c) vs the JS host: vLLM batch apply, binary batch apply, find_matches; JS / C ratios (issue 15)",
     load: () => import("./embed.ts"),
   },
+  replicas: {
+    about: "router replicas over NATS (issue 14): hit rate and p99 TTFT through 1/2/4 replicas vs 1, kill one of 3, NATS outage divergence, sharing cost in requests/s",
+    load: () => import("./replicas.ts"),
+  },
   gateway: {
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),
