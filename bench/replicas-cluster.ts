@@ -53,6 +53,18 @@ async function simProcess(id: string, f: FleetOptions, eventsUrl: string): Promi
   return { url: m[1]!, close: () => p.stop(3_000) };
 }
 
+/** Deletes a cluster's stream: streams may not share subjects, so the next cluster's cannot exist beside it. */
+async function deleteStream(servers: string, name: string): Promise<void> {
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const nc = await connect({ servers, timeout: 5_000 });
+  try {
+    await (await jetstreamManager(nc)).streams.delete(name).catch(() => false);
+  } finally {
+    await nc.close();
+  }
+}
+
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const ports = await Promise.all(Array.from({ length: o.replicas }, () => freePort()));
   const sims: Cluster["sims"] = [];
@@ -60,6 +72,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const close = async (): Promise<void> => {
     await Promise.all(replicas.map((r) => r.stop()));
     await Promise.all(sims.map((s) => s.close()));
+    if (o.sharing === "on" && o.nats) await deleteStream(o.nats, o.stream);
   };
   try {
     for (let i = 0; i < o.fleet.engines; i++) {

@@ -49,6 +49,8 @@ export class ReplicaSync {
   readonly #published;
   readonly #applied;
   readonly #remoteGauge;
+  readonly #behind;
+  readonly #lag;
   #lastBeat = -Infinity;
   #words = new Uint32Array(512);
 
@@ -60,6 +62,8 @@ export class ReplicaSync {
     this.#published = reg.counter("kvgate_sync_published_total", "Messages this replica published to its peers, by kind (kv_batch, book, prefill, free, heartbeat, decision, dropped)");
     this.#applied = reg.counter("kvgate_sync_applied_total", "Peer messages applied here, by kind (kv_batch, kv_duplicate, book, prefill, free, heartbeat, decision, invalid, ignored)");
     this.#remoteGauge = reg.gauge("kvgate_sync_remote_bookings", "Bookings other replicas hold, as this replica counts them in its cost");
+    this.#behind = reg.gauge("kvgate_sync_events_behind", "KV-event batches the shared stream holds that this replica has not read yet (as of the last one read)");
+    this.#lag = reg.gauge("kvgate_sync_lag_seconds", "Age of the last shared KV-event batch this replica read, from the stream's store time (NATS server clock)");
     this.#connected.set(undefined, 0);
     this.#remoteGauge.set(undefined, 0);
     this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer);
@@ -149,6 +153,8 @@ export class ReplicaSync {
   // ---- peers' state, applied ------------------------------------------------------------------------------
 
   #onBatch(m: SyncMessage): void {
+    if (m.streamPending !== undefined) this.#behind.set(undefined, m.streamPending);
+    if (m.storedAtMs !== undefined) this.#lag.set(undefined, Math.max(0, Date.now() - m.storedAtMs) / 1000);
     if (m.header(HEADER_REPLICA) === this.#o.replicaId) return;
     const worker = m.header(HEADER_WORKER);
     const rank = Number(m.header(HEADER_RANK));

@@ -12,6 +12,9 @@ type MsgLike = { subject: string; data: Uint8Array; headers?: { get(k: string): 
 const OUTAGE_BUFFER_BYTES = 8 << 20;
 
 const asMessage = (m: MsgLike): SyncMessage => ({ subject: m.subject, data: m.data, header: (k) => m.headers?.get(k) || undefined });
+const asStreamMessage = (m: MsgLike & { info: { pending: number }; timestampNanos: bigint }): SyncMessage => ({
+  ...asMessage(m), streamPending: m.info.pending, storedAtMs: Number(m.timestampNanos / 1_000_000n),
+});
 
 class NatsBus implements SyncBus {
   #nc: Conn | undefined;
@@ -175,7 +178,7 @@ class NatsBus implements SyncBus {
         this.#messages = it;
         for await (const m of it) {
           last = m.seq;
-          this.#stream?.(asMessage(m));
+          this.#stream?.(asStreamMessage(m));
         }
       } catch (e) {
         if (!this.#closed && this.#connected) this.o.log(`NATS stream ${this.o.stream}: ${(e as Error).message}`);
