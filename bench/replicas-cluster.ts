@@ -65,6 +65,19 @@ async function deleteStream(servers: string, name: string): Promise<void> {
   }
 }
 
+/**
+ * JIT-warms a fresh replica's routing path (parse, hash, match, score) with decisions only (`/v1/route`, nothing
+ * dispatched or booked, nothing recorded for workers with KV events), on prompts no replayed request shares.
+ */
+async function warmRouting(url: string): Promise<void> {
+  for (let i = 0; i < 30; i++) {
+    const prompt = Array.from({ length: 4096 }, (_, k) => 200_000 + ((i * 7919 + k * 104_729) % 50_000));
+    const res = await fetch(`${url}/v1/route`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
+    if (!res.ok) throw new Error(`${url}/v1/route: HTTP ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  }
+}
+
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const ports = await Promise.all(Array.from({ length: o.replicas }, () => freePort()));
   const sims: Cluster["sims"] = [];
@@ -93,6 +106,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       heartbeatMs: o.heartbeatMs, stream: o.stream, extra: ["--max-body-bytes", String(64 << 20)],
     })));
     replicas.push(...started);
+    await Promise.all(started.map((r) => warmRouting(r.url)));
   } catch (e) {
     await close();
     throw e;

@@ -88,6 +88,11 @@ describe.skipIf(natsServerPath === undefined)("replicas through a NATS outage", 
     }
     expect(d).toBe(0);
     expect(await metric(r0.url, "kvgate_sync_connected")).toBe(1);
+    // Caught up: nothing of the stream left unread, and the last batch read has an age.
+    for (const r of [r0, r1]) {
+      expect(await metric(r.url, "kvgate_sync_events_behind")).toBe(0);
+      expect(await metric(r.url, "kvgate_sync_lag_seconds")).toBeGreaterThanOrEqual(0);
+    }
     const [a, b] = [await digestOf(r0.url), await digestOf(r1.url)];
     expect(a.total_blocks).toBeGreaterThan(0);
     expect(a.ranks.filter((x) => x.blocks > 0).map((x) => x.worker).sort()).toEqual(["w0", "w1"]);

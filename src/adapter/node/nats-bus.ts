@@ -42,14 +42,25 @@ class NatsBus implements SyncBus {
 
   publish(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
     if (this.#closed || !this.#nats) return false;
-    if (!this.#connected || !this.#nc) {
-      // Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores).
-      if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
-      this.#buffered += data.length;
-      this.#outbox.push([subject, data, headers]);
-      return true;
+    if (!this.#connected || !this.#nc) return this.#hold(subject, data, headers);
+    try {
+      this.#send(this.#nc, subject, data, headers);
+    } catch {
+      // The client refuses while the connection is going down, before the disconnect is reported: a KV batch lost
+      // here would be a gap in the stream no peer can fill, so it and all after it wait until the stream answers.
+      const held = this.#hold(subject, data, headers);
+      this.#setConnected(false);
+      void this.#reconnected(this.#nc);
+      return held;
     }
-    this.#send(this.#nc, subject, data, headers);
+    return true;
+  }
+
+  /** Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores). */
+  #hold(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
+    if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
+    this.#buffered += data.length;
+    this.#outbox.push([subject, data, headers]);
     return true;
   }
 
@@ -89,7 +100,17 @@ class NatsBus implements SyncBus {
       const held = this.#outbox;
       this.#outbox = [];
       this.#buffered = 0;
-      for (const [s, d, h] of held) this.#send(this.#nc, s, d, h);
+      for (let i = 0; i < held.length; i++) {
+        try {
+          this.#send(this.#nc, ...held[i]!);
+        } catch {
+          // Down again while flushing: the rest waits, in order, for the next time the stream answers.
+          for (const [s, d, h] of held.slice(i)) this.#hold(s, d, h);
+          this.#connected = false;
+          void this.#reconnected(this.#nc);
+          return;
+        }
+      }
     }
     for (const l of this.#listeners) l(up);
   }
