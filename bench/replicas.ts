@@ -7,7 +7,7 @@
  *       hit rate when restarted, relative to the others';
  *   (c) nats-server stopped mid-replay and started again: failures, divergence while down, time until it is 0;
  *   (d) sharing cost: requests/s through one gateway with sharing on (2 replicas) vs off.
- * Writes bench/results/replicas.json.
+ * `--only a,c` runs some of them (written to replicas-ac.json). Writes bench/results/replicas.json.
  */
 import { loadavg } from "node:os";
 import { sendCompletion } from "../src/replay/completion-client.ts";
@@ -181,12 +181,14 @@ async function outage(p: Plan, nats: NatsServer, work: ReplayRequest[]) {
   }
 }
 
-/** (d) closed-loop requests/s through replica 0, sharing on (2 replicas) vs off (1), alternated. */
+/** (d) closed-loop requests/s through replica 0, sharing on (2 replicas) vs off (1), alternated. The second replica
+ * shares this machine's cores, so on a small machine its CPU is counted against the first. */
 async function throughput(p: Plan, nats: NatsServer) {
   const fleet: FleetOptions = { engines: 2, numGpuBlocks: 16_384, speedup: 200, maxModelLen: 8192, processes: true };
   const rounds: { sharing: string; rps: number; errors: number; load: number[] }[] = [];
   let n = 0;
-  for (const sharing of ["off", "on", "off", "on"] as const) {
+  // ABBA order, so a machine whose load drifts during the run does not favour either mode.
+  for (const sharing of ["off", "on", "on", "off"] as const) {
     const cl = await startCluster({ replicas: sharing === "on" ? 2 : 1, sharing, stream: stream("D"), nats: nats.url, heartbeatMs: HEARTBEAT_MS, fleet });
     try {
       const url = cl.urls()[0]!;
@@ -217,6 +219,8 @@ async function throughput(p: Plan, nats: NatsServer) {
 export async function main(args: string[]): Promise<void> {
   if (!natsServerPath) throw new Error("bench replicas needs nats-server on PATH (Debian: apt-get install nats-server)");
   const quick = args.includes("--quick");
+  const o = args.indexOf("--only");
+  const only = new Set(o >= 0 ? (args[o + 1] ?? "").split(",") : ["a", "b", "c", "d"]);
   const p = plan(quick);
   const work = generateWorkload({ requests: p.requests, sessionsPerSec: 4, seed: 42 });
   const nats = await NatsServer.start();
@@ -226,21 +230,21 @@ export async function main(args: string[]): Promise<void> {
     // Warms this process's client code on a throwaway cluster, so the first measured run does not pay for it.
     const warm = await startCluster({ replicas: 1, sharing: "off", stream: stream("W"), heartbeatMs: HEARTBEAT_MS, fleet: p.fleet });
     await replay(warm.urls(), work.slice(0, 20), p.fleet.speedup, p.traceSpeedup, { idPrefix: "w" }).finally(() => warm.close());
-    const a = await scaling(p, nats, work);
-    const b = await kill(p, nats, work);
-    const c = await outage(p, nats, work);
-    const d = await throughput(p, nats);
-    console.log(`\n(a) relative to 1 replica (targets: hit rate within 5%, p99 TTFT within 10%; sharing off shows the drop)`);
-    console.log(table(["replicas", "sharing", "hit rate", "vs 1", "predicted", "p99 TTFT ms", "vs 1", "errors"],
+    const a = only.has("a") ? await scaling(p, nats, work) : [];
+    const b = only.has("b") ? await kill(p, nats, work) : undefined;
+    const c = only.has("c") ? await outage(p, nats, work) : undefined;
+    const d = only.has("d") ? await throughput(p, nats) : undefined;
+    if (a.length) console.log(`\n(a) relative to 1 replica (targets: hit rate within 5%, p99 TTFT within 10%; sharing off shows the drop)`);
+    if (a.length) console.log(table(["replicas", "sharing", "hit rate", "vs 1", "predicted", "p99 TTFT ms", "vs 1", "errors"],
       a.map((r) => [String(r.replicas), r.sharing, pct(r.hitRate), ratio(r.hitRateVs1), pct(r.predictedHitRate), r.ttftP99Ms.toFixed(0), ratio(r.ttftP99Vs1), String(r.errors)])));
-    console.log(`(b) kill 1 of 3: failed ${b.failed} of ${b.requests} (in flight on it ${b.inFlightOnKilled}, elsewhere ${b.failedNotInFlight}); bookings released ${b.bookingsReleasedMs.toFixed(0)} ms after the kill ` +
+    if (b) console.log(`(b) kill 1 of 3: failed ${b.failed} of ${b.requests} (in flight on it ${b.inFlightOnKilled}, elsewhere ${b.failedNotInFlight}); bookings released ${b.bookingsReleasedMs.toFixed(0)} ms after the kill ` +
       `(expiry ${b.expiryMs} ms); restarted replica's predicted hit / others' = ${ratio(b.warmRatio)} (target >= 0.8)`);
-    console.log(`(c) NATS outage: failed ${c.failed}; divergence while down ${ratio(c.divergenceWhileDown)}, after ${ratio(c.divergenceAfter)} (0 ${Number.isFinite(c.zeroAfterNatsBackMs) ? `${c.zeroAfterNatsBackMs.toFixed(0)} ms after NATS returned` : "not reached"})`);
-    console.log(`(d) sharing cost: ${d.onRps.toFixed(0)} vs ${d.offRps.toFixed(0)} requests/s through one gateway, on / off = ${ratio(d.ratio)} (target >= 0.8)`);
+    if (c) console.log(`(c) NATS outage: failed ${c.failed}; divergence while down ${ratio(c.divergenceWhileDown)}, after ${ratio(c.divergenceAfter)} (0 ${Number.isFinite(c.zeroAfterNatsBackMs) ? `${c.zeroAfterNatsBackMs.toFixed(0)} ms after NATS returned` : "not reached"})`);
+    if (d) console.log(`(d) sharing cost: ${d.onRps.toFixed(0)} vs ${d.offRps.toFixed(0)} requests/s through one gateway, on / off = ${ratio(d.ratio)} (target >= 0.8)`);
     const loadAfter = load();
     console.log(`load average before ${loadBefore.join(" ")}, after ${loadAfter.join(" ")}`);
-    const file = writeResults("replicas", {
-      quick, plan: p, heartbeatMs: HEARTBEAT_MS, loadBefore, loadAfter, scaling: a, kill: b, outage: c, throughput: d,
+    const file = writeResults(o >= 0 ? `replicas-${[...only].sort().join("")}` : "replicas", {
+      quick, only: [...only], plan: p, heartbeatMs: HEARTBEAT_MS, loadBefore, loadAfter, scaling: a, kill: b, outage: c, throughput: d,
       note: "engine i pushes its KV events to replica i mod N; with sharing off a replica knows only its own engines' blocks. Times in engine ms (wall × engine speed-up) except the *Ms fields of (b), (c) and (d), which are wall ms.",
     });
     console.log(`wrote ${file}`);
