@@ -10,7 +10,7 @@ import type { NowFn } from "../routing/clock.ts";
 import { RemoteBookings } from "./remote-bookings.ts";
 import type { SyncBus, SyncMessage } from "./sync-bus.ts";
 import {
-  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_RANK, HEADER_REPLICA, HEADER_SEQ, HEADER_WORKER,
+  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_INSTANCE, HEADER_RANK, HEADER_REPLICA, HEADER_SEQ, HEADER_WORKER,
   subjectToken, type BookingMessage, type BookingTuple,
 } from "./sync-messages.ts";
 
@@ -51,6 +51,12 @@ export class ReplicaSync {
   readonly #remoteGauge;
   readonly #behind;
   readonly #lag;
+  /** This process's publications, told apart from those of an earlier run under the same replica id. */
+  readonly #instance = (() => {
+    const r = new Uint32Array(2);
+    crypto.getRandomValues(r);
+    return `${r[0]!.toString(36)}${r[1]!.toString(36)}`;
+  })();
   #lastBeat = -Infinity;
   #words = new Uint32Array(512);
 
@@ -136,7 +142,7 @@ export class ReplicaSync {
 
   #shareBatch(worker: string, dpRank: number, seq: number, payload: Uint8Array): void {
     this.#publish("kv_batch", `${EVENTS_PREFIX}.${subjectToken(worker)}.${dpRank}`, Uint8Array.prototype.slice.call(payload), {
-      [HEADER_REPLICA]: this.#o.replicaId, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
+      [HEADER_REPLICA]: this.#o.replicaId, [HEADER_INSTANCE]: this.#instance, [HEADER_WORKER]: worker, [HEADER_RANK]: String(dpRank), [HEADER_SEQ]: String(seq),
     });
   }
 
@@ -155,7 +161,9 @@ export class ReplicaSync {
   #onBatch(m: SyncMessage): void {
     if (m.streamPending !== undefined) this.#behind.set(undefined, m.streamPending);
     if (m.storedAtMs !== undefined) this.#lag.set(undefined, Math.max(0, Date.now() - m.storedAtMs) / 1000);
-    if (m.header(HEADER_REPLICA) === this.#o.replicaId) return;
+    // Only this process's own echoes are skipped: what it published before a restart is read back (a warm restart).
+    const instance = m.header(HEADER_INSTANCE);
+    if (instance !== undefined ? instance === this.#instance : m.header(HEADER_REPLICA) === this.#o.replicaId) return;
     const worker = m.header(HEADER_WORKER);
     const rank = Number(m.header(HEADER_RANK));
     const seq = Number(m.header(HEADER_SEQ));

@@ -8,6 +8,8 @@ export const EVENTS_PREFIX = "kvgate.events";
 export const BOOKINGS_PREFIX = "kvgate.bookings";
 export const DECISIONS_PREFIX = "kvgate.decisions";
 export const HEADER_REPLICA = "kvgate-replica";
+/** The publishing process (random per start): a restarted replica keeps its id but must not skip what it published before. */
+export const HEADER_INSTANCE = "kvgate-instance";
 export const HEADER_WORKER = "kvgate-worker";
 export const HEADER_RANK = "kvgate-rank";
 export const HEADER_SEQ = "kvgate-seq";

@@ -114,6 +114,6 @@ export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "mm_ptr", "mm_cap", "out_ptr", "sizes_ptr", "counters_ptr", "events_ptr", "events_cap", "io_ptr", "io_cap", "score_ptr",
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
-  "apply_events", "record_route", "expire", "score", "debug_trap",
+  "apply_events", "record_route", "expire", "index_digest", "digest_ptr", "score", "debug_trap",
   "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

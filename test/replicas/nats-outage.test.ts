@@ -95,7 +95,8 @@ describe.skipIf(natsServerPath === undefined)("replicas through a NATS outage", 
     }
     const [a, b] = [await digestOf(r0.url), await digestOf(r1.url)];
     expect(a.total_blocks).toBeGreaterThan(0);
-    expect(a.ranks.filter((x) => x.blocks > 0).map((x) => x.worker).sort()).toEqual(["w0", "w1"]);
+    // (KV-aware routing may keep every conversation on one engine, so which workers hold blocks is not fixed.)
+    expect(a.ranks.filter((x) => x.blocks > 0).every((x) => x.worker === "w0" || x.worker === "w1")).toBe(true);
     expect(b.total_blocks).toBe(a.total_blocks);
     // The replica that shares nothing never heard of w0's and w1's blocks: it disagrees with both.
     expect(await divergence(r0, off)).toBeGreaterThan(0);

@@ -12,7 +12,8 @@ import { performanceWallClock } from "../../src/replay/schedule.ts";
 import { realClock } from "../../src/sim/sim-clock.ts";
 import { freePort } from "../conformance/processes.ts";
 import { NatsServer, natsServerPath } from "./nats-server.ts";
-import { ADMIN_TOKEN, conversations, startReplica, type ReplicaProc } from "./replica-procs.ts";
+import { indexDivergence } from "../../src/replicas/index-divergence.ts";
+import { ADMIN_TOKEN, conversations, digestOf, startReplica, type ReplicaProc } from "./replica-procs.ts";
 
 const MODEL = "kvgate-sim";
 const HEARTBEAT_MS = 200;
@@ -85,6 +86,12 @@ describe.skipIf(natsServerPath === undefined)("killing one of three replicas", (
 
     // Restarted on its port: it reads the stream from the start and predicts like the others at once.
     replicas[2] = await startReplica({ ...victim.spec, port: victim.port });
+    // Warm = it has read the stream: its index equals a peer's (the fleet is idle now, so theirs holds still).
+    const end = Date.now() + 30_000;
+    while (indexDivergence([await digestOf(replicas[0]!.url), await digestOf(replicas[2]!.url)]).divergence !== 0) {
+      if (Date.now() > end) throw new Error("the restarted replica never caught up with the stream");
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const back = await runThroughGateways({
       policy: "kv_events", gateways: replicas.map((r) => r.url), requests: later, model: MODEL, traceSpeedup: 1, engineSpeedup: 1, host, idPrefix: "b",
     });
