@@ -14,6 +14,7 @@ import {
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
 import { dumpEntries, loadEntries } from "./index/entry-dump";
+import { digestSlots } from "./index/index-digest";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
 import { applyBatch, corruptAt } from "./events/event-batch";
 import { decodeBatch, rank as batchRank, eventCount, hasClear, DELTAS } from "./events/engine-batch";
@@ -29,6 +30,7 @@ let out: usize = 0, active: usize = 0;
 let counters: usize = 0, events: usize = 0, eventCap = 0;
 let io: usize = 0, ioCap = 0, scoreRegion: usize = 0, result: usize = 0;
 let lastBlocks = 0;
+let digest: usize = 0;
 
 function pow2AtLeast(n: u64): u64 {
   let p: u64 = 16;
@@ -70,13 +72,14 @@ export function init(
   scoreRegion = reserve(scoreBytes(maxSlots));
   result = reserve(16);
   mm = reserve(<usize>maxMm << 4);
+  digest = reserve(<usize>maxSlots << 4);
   // Longest Stored event: a whole batch of pairs, or an IO region's worth; the set keeps its load at or under 1/2.
   const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
   const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
   if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
-      result == 0 || mm == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
+      result == 0 || mm == 0 || digest == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
   nodeInit(nodes, tableCount, words, salt ^ 0x9E3779B97F4A7C15);
   entryInit(entryTable, tableCount, <u32>capacity, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
   ttlInit(timers, heapCap);
@@ -283,6 +286,14 @@ export function load_entries(n: i32, now: f64): i32 {
   if (n < 0 || n > dump_cap()) return E_BAD_ARG;
   return <i32>loadEntries(io, <u32>n, now);
 }
+/** Per-slot digest of the entries into DIGEST (16 bytes per slot, see index/index-digest.ts); returns the slot count. */
+export function index_digest(): i32 {
+  if (!ready) return E_STATE;
+  digestSlots(digest, slots);
+  return slots;
+}
+
+export function digest_ptr(): usize { return digest; }
 
 export function score(n: i32, isl: f64, weight: f64, temperature: f64, rand: f64): i32 {
   if (!ready) return E_STATE;

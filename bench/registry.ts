@@ -32,6 +32,10 @@ export const BENCHES: Record<string, { about: string; load: () => Promise<BenchM
     about: "warm-restart snapshots: index dump, seal, decode and load vs rebuilding the index from the same KV events (issue 14)",
     load: () => import("./snapshot.ts"),
   },
+  replicas: {
+    about: "router replicas over NATS (issue 14): hit rate and p99 TTFT through 1/2/4 replicas vs 1, kill one of 3, NATS outage divergence, sharing cost in requests/s",
+    load: () => import("./replicas.ts"),
+  },
   gateway: {
     about: "kvgate in front of one simulated worker, on Node and Bun: added latency and throughput vs direct (issue 4)",
     load: () => import("./gateway.ts"),

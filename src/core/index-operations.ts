@@ -170,3 +170,28 @@ function storeOutcome(st: number): StoreOutcome {
     default: throw statusError(st, "store_blocks");
   }
 }
+
+/** What one (worker, rank) holds, as an order-independent fingerprint (assembly/index/index-digest.ts). */
+export interface SlotDigest extends SlotKey {
+  /** Entries the slot holds (engine blocks, plus approximate-mode records). */
+  blocks: number;
+  /** Wrapping u64 sum of fmix(hash ^ fmix(prefix)) over the entries, 16 hex digits; equal sets give equal digests. */
+  digest: string;
+}
+
+/** Every live slot's digest in one walk of the core's entry table (O(table), meant for admin calls, not the hot path). */
+export function indexDigest(index: KvIndex): SlotDigest[] {
+  return index.withCore("index_digest", (c) => {
+    const n = c.index_digest();
+    if (n < 0) throw statusError(n, "index_digest");
+    const { u32, u64 } = memory(c);
+    const base = c.digest_ptr();
+    const out: SlotDigest[] = [];
+    for (const [slot, key] of index.slots.entries()) {
+      if (slot >= n) continue;
+      const at = base + slot * 16;
+      out.push({ ...key, blocks: u32[(at + 8) >>> 2]!, digest: u64[at >>> 3]!.toString(16).padStart(16, "0") });
+    }
+    return out;
+  });
+}

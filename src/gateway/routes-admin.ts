@@ -11,6 +11,8 @@
  *   POST   /admin/kv-events            one vLLM KVEventBatch (msgpack) with x-kvgate-worker, x-kvgate-dp-rank, x-kvgate-seq;
  *                                       or (content-type application/vnd.kvgate.kv-frames) raw engine messages from
  *                                       `kvgate bridge`, with x-kvgate-bridge (session) and x-kvgate-post (number)
+ *   GET    /admin/index/digest         per (worker, rank) the blocks the index holds and an order-independent digest of
+ *                                       them: replicas whose answers match hold the same index (src/replicas/index-divergence.ts)
  */
 import { Hono, type Context } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
@@ -22,6 +24,7 @@ import type { FleetWorker } from "./fleet.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import { readJsonObject } from "../core/json-body.ts";
 import { decodeKvFrames, KV_FRAMES_CONTENT_TYPE } from "../events/kv-frames.ts";
+import { indexDigest } from "../core/index-operations.ts";
 
 function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);
@@ -116,6 +119,11 @@ export function adminRoutes(gw: GatewayState): Hono {
     if (r.gap > 0) gw.log("warn", `worker ${worker}: ${r.gap} KV-event batches lost before this one (its cache view may be stale)`);
     if (r.restarted) gw.log("info", `worker ${worker}: KV events restarted at seq 0; its cached blocks were cleared`);
     return c.json(r);
+  });
+
+  admin.get("/index/digest", (c) => {
+    const ranks = indexDigest(gw.index).map((d) => ({ worker: d.worker, dp_rank: d.dpRank, blocks: d.blocks, digest: d.digest }));
+    return c.json({ object: "index_digest", ranks, total_blocks: ranks.reduce((n, r) => n + r.blocks, 0) });
   });
 
   return admin;

@@ -36,6 +36,15 @@ export function chainStep(prev: bigint, local: bigint): bigint {
   return xxh3Reference(b, BASE_SEED);
 }
 
+const M64 = (1n << 64n) - 1n;
+
+/** splitmix64's finalizer, as the core's index digest mixes each entry. */
+export function fmix64(x: bigint): bigint {
+  x = ((x ^ (x >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
+  x = ((x ^ (x >> 27n)) * 0x94d049bb133111ebn) & M64;
+  return x ^ (x >> 31n);
+}
+
 export class ReferenceIndex {
   readonly open = new Set<number>();
   /** slot → engine hash → entry */
@@ -62,6 +71,14 @@ export class ReferenceIndex {
 
   treeSize(slot: number): number {
     return this.entries.get(slot)?.size ?? 0;
+  }
+
+  /** The slot's entry count and order-independent digest: wrapping sum of fmix(hash ^ fmix(prefix)) (index-digest.ts). */
+  digest(slot: number): { blocks: number; digest: bigint } {
+    let sum = 0n;
+    const m = this.entries.get(slot) ?? new Map<bigint, RefEntry>();
+    for (const [hash, e] of m) sum = (sum + fmix64(hash ^ fmix64(e.seq))) & M64;
+    return { blocks: m.size, digest: sum };
   }
 
   #create(slot: number, hash: bigint, e: RefEntry): void {

@@ -4,6 +4,7 @@
  * stream (E2E), and the usage the engine reports, including `prompt_tokens_details.cached_tokens`.
  */
 import { SseSplitter } from "../gateway/sse-splitter.ts";
+import { connectionRefused } from "./gateway-front.ts";
 
 export interface CompletionRecord {
   index: number;
@@ -27,6 +28,10 @@ export interface CompletionRecord {
   predictedTokens?: number;
   promptBlocks?: number;
   error?: string;
+  /** The connection was refused: the request never reached the server (a front may send it elsewhere). */
+  refused?: boolean;
+  /** The gateway that served it, when the replay fronts several (`--gateway`). */
+  gateway?: string;
 }
 
 export interface CompletionCall {
@@ -128,6 +133,7 @@ export async function sendCompletion(call: CompletionCall): Promise<CompletionRe
     await readStream(res.body, call, t0, rec);
   } catch (e) {
     rec.error = (e as Error)?.message ?? String(e);
+    if (rec.status === 0 && connectionRefused(e)) rec.refused = true;
   }
   return rec;
 }

@@ -39,7 +39,15 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --decision-log FILE        log every routing decision for \`kvgate explain\`: one file per policy, the policy's name
                              before the extension (decisions.jsonl → decisions.kv_events.jsonl; not the warm-up)
   --decision-log-tokens      also log each prompt's tokens (explain then re-hashes them)
-  --no-progress              no progress bar on stderr`;
+  --no-progress              no progress bar on stderr
+  --gateway URL[,URL...]     replay through these already-running gateways instead (repeatable): requests go
+                             round-robin over them, a gateway that refuses connections is skipped for a second, and
+                             no fleet is started. --policies then names the one policy the gateways run (labels only;
+                             default kv_events); --workers, --num-gpu-blocks and --block-size should describe their
+                             fleet (the ceiling and the predicted hit rate use them); --sim-speedup is the engines'
+                             speed-up if they are simulated (default 1: times are wall ms); --warmup defaults to 0
+                             (warm-up requests would warm the same engines' caches). The report adds per-gateway
+                             requests, errors and hit rates`;
 
 export interface ReplayConfig {
   trace?: string;
@@ -63,6 +71,8 @@ export interface ReplayConfig {
   /** Decision log path (the policy's name is inserted before the extension); undefined: none. */
   decisionLog?: string;
   decisionLogTokens: boolean;
+  /** --gateway: base URLs of running gateways to replay through (empty: start a router and fleet per policy). */
+  gateways: string[];
 }
 
 const SPEC = {
@@ -90,8 +100,45 @@ function positive(f: Flags, name: string, dflt: number): number {
   return n;
 }
 
+/** Takes every --gateway (repeatable, each a comma list) out of the arguments, since parseFlags keeps only the last. */
+function takeGateways(args: readonly string[]): { rest: string[]; gateways: string[] } {
+  const rest: string[] = [], gateways: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    let v: string | undefined;
+    if (a === "--gateway") {
+      v = args[++i];
+      if (v === undefined) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "option --gateway needs a value");
+    } else if (a.startsWith("--gateway=")) v = a.slice("--gateway=".length);
+    else {
+      rest.push(a);
+      continue;
+    }
+    for (const u of v.split(",").map((x) => x.trim()).filter(Boolean)) {
+      let url: URL;
+      try {
+        url = new URL(u);
+      } catch {
+        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--gateway ${JSON.stringify(u)} is not a URL`);
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--gateway ${u}: use http:// or https://`);
+      gateways.push(u.replace(/\/+$/, ""));
+    }
+  }
+  if (args.some((a) => a === "--gateway" || a.startsWith("--gateway=")) && gateways.length === 0) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "--gateway lists no URL");
+  }
+  return { rest, gateways };
+}
+
 export function parseReplayArgs(args: readonly string[]): ReplayConfig {
-  const { flags: f, positional } = parseFlags(args, SPEC);
+  const { rest, gateways } = takeGateways(args);
+  const { flags: f, positional } = parseFlags(rest, SPEC);
+  const viaGateways = gateways.length > 0;
   if (positional.length > 0) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `unexpected argument ${JSON.stringify(positional[0])}`);
   const str = (name: string): string | undefined => (typeof f[name] === "string" ? (f[name] as string) : undefined);
   const format = str("format");
@@ -108,8 +155,8 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     generator: { requests: num(f, "requests", GENERATOR_DEFAULTS.requests, { int: true, min: 1 }), sessionsPerSec: positive(f, "session-rate", GENERATOR_DEFAULTS.sessionsPerSec), seed },
     workers: num(f, "workers", 4, { int: true, min: 1 }),
     traceSpeedup: positive(f, "speedup", 1),
-    engineSpeedup: positive(f, "sim-speedup", 3),
-    policies: str("policies") !== undefined ? parsePolicies(str("policies")!) : [...REPLAY_POLICIES],
+    engineSpeedup: positive(f, "sim-speedup", viaGateways ? 1 : 3),
+    policies: gatewayPolicies(str("policies"), viaGateways),
     engine: {
       numGpuBlocks: num(f, "num-gpu-blocks", 4096, { int: true, min: 1 }), blockSize: num(f, "block-size", 64, { int: true, min: 1 }),
       maxNumBatchedTokens: num(f, "max-num-batched-tokens", 8192, { int: true, min: 1 }), maxNumSeqs: num(f, "max-num-seqs", 256, { int: true, min: 1 }),
@@ -118,7 +165,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     model: str("model") ?? "kvgate-sim",
     seed,
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
-    warmup: num(f, "warmup", 50, { int: true, min: 0 }),
+    warmup: num(f, "warmup", viaGateways ? 0 : 50, { int: true, min: 0 }),
     faults: str("faults") !== undefined ? parseFaults(str("faults")!, num(f, "workers", 4, { int: true, min: 1 })) : [],
     jsonPath: str("json") ?? `${out}.json`,
     htmlPath: str("html") ?? `${out}.html`,
@@ -126,5 +173,14 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     help: f.help === true,
     decisionLog: str("decision-log"),
     decisionLogTokens: f["decision-log-tokens"] === true,
+    gateways,
   };
+}
+
+/** Through gateways the replay runs one policy, the one they were started with; it only labels the result. */
+function gatewayPolicies(text: string | undefined, viaGateways: boolean): ReplayPolicy[] {
+  if (!viaGateways) return text !== undefined ? parsePolicies(text) : [...REPLAY_POLICIES];
+  const p = text !== undefined ? parsePolicies(text) : ["kv_events" as const];
+  if (p.length !== 1) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "with --gateway, --policies names the one policy the gateways run");
+  return p;
 }

@@ -4,7 +4,8 @@
  * (src/adapter/node/replay-host.ts on Node), so this module is Web-standard.
  */
 import { KvgateError } from "../core/errors.ts";
-import { runPolicy, type FleetConfig } from "./policy-run.ts";
+import { runThroughGateways } from "./gateway-run.ts";
+import { runPolicy, type FleetConfig, type PolicyRun } from "./policy-run.ts";
 import { ProgressBar } from "./progress-bar.ts";
 import { describeFaults } from "./replay-faults.ts";
 import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
@@ -13,7 +14,7 @@ import { policyResult, type PolicyResult, type ReplayResults } from "./replay-re
 import { renderReport } from "./report-html.ts";
 import { pooledLruCeiling } from "./pooled-ceiling.ts";
 import { fitToFleet, loadRequests } from "./request-source.ts";
-import { fmtMs, fmtPct, summaryText } from "./summary-table.ts";
+import { fmtMs, fmtPct, gatewayText, summaryText } from "./summary-table.ts";
 
 export { REPLAY_USAGE } from "./replay-args.ts";
 
@@ -33,25 +34,34 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const spanMs = fit.kept[fit.kept.length - 1]!.at - fit.kept[0]!.at;
   const engineSpan = spanMs / cfg.traceSpeedup;
   const sampleEveryMs = cfg.sampleEveryMs ?? Math.max(20, engineSpan / 200);
+  const via = cfg.gateways.length > 0;
   host.stderr(`replay: ${fit.kept.length} requests${fit.skipped ? ` (${fit.skipped} too large for one engine, left out)` : ""}, ` +
     `${(spanMs / 1000).toFixed(1)} s of trace → ${(engineSpan / 1000).toFixed(1)} engine s → about ${(engineSpan / cfg.engineSpeedup / 1000).toFixed(1)} wall s per policy; ` +
-    `${cfg.workers} engines × ${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens\n`);
+    `${cfg.workers} engines × ${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens` +
+    `${via ? `, through ${cfg.gateways.length} running gateway${cfg.gateways.length > 1 ? "s" : ""} (round-robin)` : ""}\n`);
   const bar = new ProgressBar({ write: (t) => host.stderr(t), tty: host.stderrIsTTY, now: () => host.wall.now() });
   const common = { fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed, sampleEveryMs, host };
   if (cfg.faults.length > 0) host.stderr(`replay: faults: ${describeFaults(cfg.faults)}\n`);
+  const gatewayCommon = { gateways: cfg.gateways, model: cfg.model, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, host };
+  type Extra = Pick<Parameters<typeof runPolicy>[0], "faults" | "decisionLog">;
+  const run1 = (policy: (typeof cfg.policies)[number], requests: typeof fit.kept, idPrefix: string, extra: Extra = {}): Promise<PolicyRun> => {
+    const onProgress = cfg.progress ? (s: Parameters<typeof bar.update>[0]) => bar.update(s) : undefined;
+    return via ? runThroughGateways({ ...gatewayCommon, policy, requests, idPrefix, onProgress }) : runPolicy({ ...common, ...extra, policy, requests, onProgress });
+  };
   if (cfg.warmup > 0) {
     // The gateway and client code of this thread JIT-compile during the first run; a throwaway run keeps that
-    // cost out of the first measured policy (each policy gets fresh engines anyway).
+    // cost out of the first measured policy (each policy gets fresh engines anyway; through --gateway it does not).
     bar.start("warm-up");
-    await runPolicy({ ...common, policy: "kv_events", requests: fit.kept.slice(0, cfg.warmup), onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
+    await run1("kv_events", fit.kept.slice(0, cfg.warmup), "warmup");
     if (cfg.progress) bar.finish(`${Math.min(cfg.warmup, fit.kept.length)} requests, not measured`);
   }
   const results: PolicyResult[] = [];
   for (const policy of cfg.policies) {
     bar.start(policy);
     const decisionLog = cfg.decisionLog ? { path: policyLogPath(cfg.decisionLog, policy), tokens: cfg.decisionLogTokens } : undefined;
-    const run = await runPolicy({ ...common, policy, requests: fit.kept, faults: cfg.faults, decisionLog, onProgress: cfg.progress ? (s) => bar.update(s) : undefined });
-    const r = policyResult(run, cfg.engine.blockSize);
+    const run = await run1(policy, fit.kept, "gw", { faults: cfg.faults, decisionLog });
+    const r = policyResult(run, cfg.engine.blockSize, via ? cfg.gateways : undefined);
+    if (via) r.label = `${r.label} via ${cfg.gateways.length} gateway${cfg.gateways.length > 1 ? "s" : ""}`;
     results.push(r);
     for (const line of r.log.slice(0, 5)) host.stderr(`${policy}: ${line}\n`);
     if (cfg.progress) {
@@ -62,13 +72,16 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const doc: ReplayResults = {
     kind: "kvgate-replay", version: 1, createdAt: new Date().toISOString(), command: ["kvgate", "replay", ...args].join(" "),
     timeUnit: "engine ms", source: { ...loaded.source, requests: fit.kept.length, skipped: fit.skipped },
-    fleet: { workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, faults: cfg.faults, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, routerQueue: "off" },
+    fleet: {
+      workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, faults: cfg.faults, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup,
+      routerQueue: via ? "gateways" : "off", ...(via ? { gateways: [...cfg.gateways] } : {}),
+    },
     ceiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, cfg.workers * cfg.engine.numGpuBlocks),
     policies: results,
   };
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
-  host.stdout(`${summaryText(results, doc.ceiling.hitRate)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
+  host.stdout(`${summaryText(results, doc.ceiling.hitRate)}${gatewayText(results)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
     `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.

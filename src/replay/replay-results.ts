@@ -33,10 +33,23 @@ export interface FleetInfo {
   engine: Record<string, number>;
   traceSpeedup: number;
   engineSpeedup: number;
-  /** Router admission queue: off, so every policy hands requests to engines at once and engines queue them. */
-  routerQueue: "off";
+  /** Router admission queue: off, so every policy hands requests to engines at once and engines queue them; or
+   * whatever the gateways were started with (`--gateway`). */
+  routerQueue: "off" | "gateways";
+  /** `--gateway`: the running gateways the requests went to, round-robin (no fleet was started). */
+  gateways?: string[];
   /** Faults injected into every policy's fleet (replay-faults.ts); absent or empty for a clean run. */
   faults?: ReplayFault[];
+}
+
+/** One gateway's part of a `--gateway` run. */
+export interface GatewayShare {
+  url: string;
+  requests: number;
+  errors: number;
+  /** Engine-reported cached / prompt tokens of its completed requests. */
+  hitRate: number;
+  predictedHitRate: number;
 }
 
 export interface PolicyResult {
@@ -51,6 +64,8 @@ export interface PolicyResult {
   events?: EventStats;
   /** The gateway's warnings during the run (first few). */
   log: string[];
+  /** `--gateway` runs: per gateway, in the order given. */
+  gateways?: GatewayShare[];
   ttftCdf: [number, number][];
   hitOverTime: HitBucket[];
   load: { workers: string[]; samples: LoadSample[] };
@@ -117,9 +132,19 @@ export function hitsPerWorker(records: readonly CompletionRecord[], blockSize: n
   }));
 }
 
-export function policyResult(run: PolicyRun, blockSize: number): PolicyResult {
+/** Per-gateway figures of a `--gateway` run, in the order of `urls`. */
+export function gatewayShares(records: readonly CompletionRecord[], urls: readonly string[], blockSize: number): GatewayShare[] {
+  return urls.map((url) => {
+    const mine = records.filter((r) => r.gateway === url);
+    const s = summarize(mine, []);
+    return { url, requests: mine.length, errors: s.errors, hitRate: s.hitRate, predictedHitRate: predictedHitRate(mine, blockSize) };
+  });
+}
+
+export function policyResult(run: PolicyRun, blockSize: number, gateways?: readonly string[]): PolicyResult {
   const ok = run.records.filter((r) => !r.error && r.ttftMs !== undefined);
   return {
+    ...(gateways ? { gateways: gatewayShares(run.records, gateways, blockSize) } : {}),
     policy: run.policy, label: POLICY_WIRING[run.policy].label, summary: summarize(run.records, run.gaps),
     predictedHitRate: predictedHitRate(run.records, blockSize), perWorker: hitsPerWorker(run.records, blockSize), schedule: run.schedule, events: run.events, log: run.log,
     ttftCdf: cdfPoints(ok.map((r) => r.ttftMs!)), hitOverTime: hitRateOverTime(run.records, bucketFor(run)),

@@ -5,7 +5,7 @@
  */
 import type { ReplayPolicy } from "./replay-policies.ts";
 import type { PolicyResult, ReplayResults } from "./replay-results.ts";
-import { fmtPct, TABLE_HEADER, tableRows } from "./summary-table.ts";
+import { fmtPct, GATEWAY_HEADER, gatewayRows, TABLE_HEADER, tableRows } from "./summary-table.ts";
 import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
 
 export const POLICY_COLORS: Record<ReplayPolicy, string> = {
@@ -44,13 +44,23 @@ function table(policies: readonly PolicyResult[], ceiling: number): string {
   return `<table data-table="policies"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
+function gatewayTable(policies: readonly PolicyResult[]): string {
+  const rows = gatewayRows(policies);
+  if (rows.length === 0) return "";
+  const head = GATEWAY_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
+  return `<h2>Per gateway</h2><table data-table="gateways"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
 function setup(r: ReplayResults): string {
   const s = r.source, f = r.fleet;
   const slice = s.slice ? ` slice ${s.slice.start}:${s.slice.end ?? ""}${s.slice.limit !== null ? ` limit ${s.slice.limit}` : ""}` : "";
   const items = [
     `Requests: ${s.requests}${s.skipped ? ` (${s.skipped} left out: larger than one engine's KV cache)` : ""} from ${s.kind === "trace" ? `<code>${escapeXml(s.path ?? "")}</code> (${s.format})${escapeXml(slice)}` : "the built-in generator"}.`,
     `Source: ${escapeXml(s.citation)}.`,
-    `Fleet per policy: ${f.workers} simulated engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}; router queue ${f.routerQueue}.`,
+    f.gateways
+      ? `Through ${f.gateways.length} running gateway(s), round-robin: ${f.gateways.map((g) => `<code>${escapeXml(g)}</code>`).join(", ")}; their fleet as given: ${f.workers} engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}.`
+      : `Fleet per policy: ${f.workers} simulated engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}; router queue ${f.routerQueue}.`,
     `Arrivals ${f.traceSpeedup}× faster than the trace; engines run ${f.engineSpeedup}× faster than wall time. All times are engine milliseconds (wall × ${f.engineSpeedup}).`,
     `Command: <code>${escapeXml(r.command)}</code>; generated ${escapeXml(r.createdAt)}.`,
   ];
@@ -77,6 +87,7 @@ code{background:#f6f6f6;padding:1px 4px}
 ${setup(r)}
 <h2>Per-policy results</h2>
 ${table(r.policies, r.ceiling.hitRate)}
+${gatewayTable(r.policies)}
 <p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (no router can do better). Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
 <h2>Time to first token</h2>
 ${ttftChart(r.policies)}

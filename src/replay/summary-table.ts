@@ -51,3 +51,18 @@ export function textTable(header: readonly string[], rows: readonly (readonly st
 export function summaryText(policies: readonly PolicyResult[], ceiling: number): string {
   return textTable(TABLE_HEADER, tableRows(policies, ceiling));
 }
+
+export const GATEWAY_HEADER = ["gateway", "requests", "errors", "hit rate", "predicted hit"];
+
+/** Per-gateway rows of `--gateway` runs (policy and gateway in the first column). */
+export function gatewayRows(policies: readonly PolicyResult[]): string[][] {
+  return policies.flatMap((p) => (p.gateways ?? []).map((g) => [
+    policies.length > 1 ? `${p.policy} ${g.url}` : g.url, String(g.requests), String(g.errors), fmtPct(g.hitRate), fmtPct(g.predictedHitRate),
+  ]));
+}
+
+/** The per-gateway table, or nothing when no policy ran through gateways. */
+export function gatewayText(policies: readonly PolicyResult[]): string {
+  const rows = gatewayRows(policies);
+  return rows.length > 0 ? `\n${textTable(GATEWAY_HEADER, rows)}\n` : "";
+}

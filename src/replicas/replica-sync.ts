@@ -52,6 +52,8 @@ export class ReplicaSync {
   readonly #published;
   readonly #applied;
   readonly #remoteGauge;
+  readonly #behind;
+  readonly #lag;
   #lastBeat = -Infinity;
   #words = new Uint32Array(512);
   /** Last event-stream sequence seen (what a snapshot taken now covers). */
@@ -73,6 +75,8 @@ export class ReplicaSync {
     this.#remoteGauge = reg.gauge("kvgate_sync_remote_bookings", "Bookings other replicas hold, as this replica counts them in its cost");
     this.#streamGauge = reg.gauge("kvgate_sync_stream_seq", "Last event-stream sequence this replica has read (a snapshot it writes covers up to here)");
     this.#missed = reg.counter("kvgate_sync_stream_missed_total", "Event-stream messages this replica never read: trimmed from the stream (age or count limit) before it got to them");
+    this.#behind = reg.gauge("kvgate_sync_events_behind", "KV-event batches the shared stream holds that this replica has not read yet (as of the last one read)");
+    this.#lag = reg.gauge("kvgate_sync_lag_seconds", "Age of the last shared KV-event batch this replica read, from the stream's store time (NATS server clock)");
     this.#connected.set(undefined, 0);
     this.#remoteGauge.set(undefined, 0);
     this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer);
@@ -182,6 +186,9 @@ export class ReplicaSync {
       this.#streamSeq = Math.max(this.#streamSeq, m.seq);
       this.#streamGauge.set(undefined, this.#streamSeq);
     }
+    if (m.streamPending !== undefined) this.#behind.set(undefined, m.streamPending);
+    if (m.storedAtMs !== undefined) this.#lag.set(undefined, Math.max(0, Date.now() - m.storedAtMs) / 1000);
+    // Only this process's own echoes are skipped: what it published before a restart is read back (a warm restart).
     if (m.header(HEADER_REPLICA) === this.#o.replicaId && m.header(HEADER_BOOT) === this.#o.boot) return;
     const worker = m.header(HEADER_WORKER);
     const rank = Number(m.header(HEADER_RANK));

@@ -10,6 +10,9 @@ export interface SyncMessage {
   seq?: number;
   data: Uint8Array;
   header(name: string): string | undefined;
+  /** Stream messages only: how many the stream holds after this one for this replica, and when it stored it (wall ms). */
+  streamPending?: number;
+  storedAtMs?: number;
 }
 
 export interface SyncBusOptions {

@@ -1,6 +1,7 @@
 /**
  * @module When a rank counts as busy (reject with 503 only if every worker is) and when the fleet is saturated enough
- * that a request must wait in the admission queue.
+ * that a request must wait in the admission queue. Both count the bookings other router replicas hold (load.remote),
+ * as the cost does: a worker that peers filled is as busy as one this replica filled.
  */
 import { DEFAULT_MAX_BATCHED_TOKENS, type BusyThresholds } from "./router-config.ts";
 import type { RankState, WorkerEntry } from "./worker-registry.ts";
@@ -10,14 +11,20 @@ export function hasBusyThresholds(t: BusyThresholds): boolean {
     t.engineWaiting !== undefined || t.engineKvUsage !== undefined || t.engineStale === true;
 }
 
+/** Prefill tokens in flight on the rank: this replica's and its peers'. */
+export function prefillTokensOf(rank: RankState): number {
+  return rank.load.activePrefillTokens + rank.load.remote.prefillTokens;
+}
+
 /** Any configured threshold exceeded; a threshold that needs an unknown capacity is skipped for that worker. */
 export function rankBusy(rank: RankState, t: BusyThresholds): boolean {
   const load = rank.load, w = rank.worker;
+  const prefill = prefillTokensOf(rank);
   if (t.activeDecodeBlocksFrac !== undefined && w.totalKvBlocks !== undefined &&
-      load.activeBlocks / w.totalKvBlocks > t.activeDecodeBlocksFrac) return true;
-  if (t.activePrefillTokens !== undefined && load.activePrefillTokens > t.activePrefillTokens) return true;
+      (load.activeBlocks + load.remote.blocks) / w.totalKvBlocks > t.activeDecodeBlocksFrac) return true;
+  if (t.activePrefillTokens !== undefined && prefill > t.activePrefillTokens) return true;
   if (t.activePrefillTokensFrac !== undefined && w.maxBatchedTokens !== undefined &&
-      load.activePrefillTokens > t.activePrefillTokensFrac * w.maxBatchedTokens) return true;
+      prefill > t.activePrefillTokensFrac * w.maxBatchedTokens) return true;
   // What the engine itself reports (other routers' traffic included); stale reports count as saturated.
   const e = load.engine;
   if (e !== undefined) {
@@ -53,6 +60,6 @@ export function queueLimitOf(rank: RankState, threshold: number): number {
 /** True when every rank is above the queue threshold (an empty list is never saturated: selection reports it). */
 export function saturated(ranks: readonly RankState[], threshold: number | null): boolean {
   if (threshold === null || ranks.length === 0) return false;
-  for (const r of ranks) if (r.load.activePrefillTokens <= queueLimitOf(r, threshold)) return false;
+  for (const r of ranks) if (prefillTokensOf(r) <= queueLimitOf(r, threshold)) return false;
   return true;
 }

@@ -3,7 +3,7 @@
  * on a worker loaded above t × its batch capacity? Advisory; books nothing.
  */
 import { KvgateError } from "../core/errors.ts";
-import { saturated } from "./busy-policy.ts";
+import { prefillTokensOf, saturated } from "./busy-policy.ts";
 import { DEFAULT_MAX_BATCHED_TOKENS } from "./router-config.ts";
 import { validateRequest } from "./request-validation.ts";
 import type { Pending, RoutingCore } from "./routing-core.ts";
@@ -37,7 +37,8 @@ export async function probePrefill(core: RoutingCore, req: RouteRequest, thresho
   const { selection } = core.selectOnly(p, r);
   const rank = selection.rank;
   const capacity = rank.worker.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS;
-  const active = rank.load.activePrefillTokens;
+  // Peers' prefill on the worker counts too: the probe asks whether the engine is loaded, not this replica.
+  const active = prefillTokensOf(rank);
   const busy = active > threshold * capacity;
   return { busy, reason: busy ? "load" : "idle", worker: rank.worker.id, dpRank: rank.dpRank, activePrefillTokens: active, capacity };
 }

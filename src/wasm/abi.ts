@@ -86,6 +86,9 @@ export interface CoreExports {
   dump_cap(): number;
   dump_entries(cursor: number, max: number, now: number): number;
   load_entries(n: number, now: number): number;
+  /** Per-slot (u64 digest, u32 entries, u32 0) into digest_ptr(); returns the slot count. */
+  index_digest(): number;
+  digest_ptr(): number;
   score(n: number, isl: number, weight: number, temperature: number, rand: number): number;
   debug_trap(): void;
   ingest_reserve(inBytes: number, outBytes: number): number;
@@ -114,6 +117,6 @@ export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "mm_ptr", "mm_cap", "out_ptr", "sizes_ptr", "counters_ptr", "events_ptr", "events_cap", "io_ptr", "io_cap", "score_ptr",
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
-  "apply_events", "record_route", "expire", "dump_cap", "dump_entries", "load_entries", "score", "debug_trap",
+  "apply_events", "record_route", "expire", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
   "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

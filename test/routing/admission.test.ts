@@ -153,3 +153,41 @@ describe("busy thresholds", () => {
     await expect(f.router.route({ requestId: "x", tokens: prompt(4, 32, 4), model: "m" })).rejects.toMatchObject({ code: "KVGATE_ERR_ALL_WORKERS_BUSY" });
   });
 });
+
+describe("busy thresholds count other replicas' bookings", () => {
+  it("a worker that peers filled with prefill is busy, and routable again once their load is gone", async () => {
+    const f = await fixture({ busy: { activePrefillTokens: 100 } }, [worker("a"), worker("b")]);
+    const tokens = prompt(1, 160, 1);
+    cache(f.index, "a", 0, tokens, 10);
+    // 120 remote prefill tokens on a still cost less than b's 160 uncached ones, so only the busy check moves it.
+    f.router.setRemoteLoad("a", 0, { requests: 2, prefillTokens: 120, blocks: 0 });
+    const out = await f.router.route({ requestId: "r", tokens, model: "m" });
+    expect(out.kind === "routed" && out.signals.worker).toBe("b"); // a holds the cache, but the peers' prefill makes it busy
+    f.router.setRemoteLoad("a", 0, { requests: 0, prefillTokens: 0, blocks: 0 });
+    const again = await f.router.route({ requestId: "r2", tokens, model: "m" });
+    expect(again.kind === "routed" && again.signals.worker).toBe("a");
+  });
+
+  it("remote decode blocks count against the decode-blocks threshold", async () => {
+    const f = await fixture({ busy: { activeDecodeBlocksFrac: 0.5 } }, [worker("a", { totalKvBlocks: 20 }), worker("b", { totalKvBlocks: 20 })]);
+    f.router.setRemoteLoad("a", 0, { requests: 1, prefillTokens: 0, blocks: 11 });
+    f.router.setRemoteLoad("b", 0, { requests: 1, prefillTokens: 0, blocks: 11 });
+    await expect(f.router.route({ requestId: "x", tokens: prompt(4, 32, 4), model: "m" })).rejects.toMatchObject({ code: "KVGATE_ERR_ALL_WORKERS_BUSY", status: 503 });
+    f.router.setRemoteLoad("b", 0, { requests: 1, prefillTokens: 0, blocks: 9 });
+    const out = await f.router.route({ requestId: "y", tokens: prompt(4, 32, 4), model: "m" });
+    expect(out.kind === "routed" && out.signals.worker).toBe("b");
+  });
+
+  it("peers' prefill saturates a worker: the request waits in the queue until their load drains", async () => {
+    const f = await fixture({ queueThreshold: 1 }, [worker("w", { maxBatchedTokens: 100 })]);
+    f.router.setRemoteLoad("w", 0, { requests: 1, prefillTokens: 150, blocks: 0 });
+    let settled = false;
+    const p = f.router.route({ requestId: "q", tokens: prompt(2, 64, 2), model: "m" }).then((o) => { settled = true; return o; });
+    await Promise.resolve();
+    expect(f.router.queueDepth).toBe(1);
+    expect(settled).toBe(false);
+    f.router.setRemoteLoad("w", 0, { requests: 0, prefillTokens: 0, blocks: 0 });
+    expect((await p).kind).toBe("routed");
+    expect(f.router.queueDepth).toBe(0);
+  });
+});

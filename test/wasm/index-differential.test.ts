@@ -71,9 +71,21 @@ async function runScenario(s: Scenario): Promise<void> {
   };
   let now = 1000;
   const batch = new EventBatchWriter();
+  let digestsCompared = 0;
+  const checkDigest = (): void => {
+    for (const d of hooks.indexDigest(idx)) {
+      const slot = idx.slots.get(d.worker, d.dpRank)!;
+      const want = ref.digest(slot);
+      expect({ blocks: d.blocks, digest: d.digest }, `digest of slot ${slot}`).toEqual({ blocks: want.blocks, digest: want.digest.toString(16).padStart(16, "0") });
+      if (want.blocks > 0) digestsCompared++;
+    }
+  };
 
+  let checks = 0;
   const check = (): void => {
     for (const [slot, k] of idx.slots.entries()) expect(hooks.treeSize(idx, k.worker, k.dpRank), `tree of slot ${slot}`).toBe(ref.treeSize(slot));
+    // The digest walks the whole entry table, so every 499th check (and the last one) compares it.
+    if (++checks % 499 === 0 || checks === s.ops) checkDigest();
     const st = idx.stats();
     expect(st.entries).toBe(ref.size);
     expect(st.ttlEntries).toBe(ref.ttlCount);
@@ -184,6 +196,7 @@ async function runScenario(s: Scenario): Promise<void> {
     expired: ref.counters.expired, pruned: ref.counters.pruned,
   });
   // Every kind of event and pressure must actually have happened for the comparison to mean anything.
+  expect(digestsCompared).toBeGreaterThan(0);
   expect(c.parentMissing).toBeGreaterThan(0);
   expect(c.invalid).toBeGreaterThan(0);
   expect(c.unknownRemoved).toBeGreaterThan(0);

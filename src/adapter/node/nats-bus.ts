@@ -13,6 +13,9 @@ type MsgLike = { subject: string; data: Uint8Array; seq?: number; headers?: { ge
 const OUTAGE_BUFFER_BYTES = 8 << 20;
 
 const asMessage = (m: MsgLike): SyncMessage => ({ subject: m.subject, data: m.data, seq: m.seq, header: (k) => m.headers?.get(k) || undefined });
+const asStreamMessage = (m: MsgLike & { info: { pending: number }; timestampNanos: bigint }): SyncMessage => ({
+  ...asMessage(m), streamPending: m.info.pending, storedAtMs: Number(m.timestampNanos / 1_000_000n),
+});
 
 class NatsBus implements SyncBus {
   #nc: Conn | undefined;
@@ -24,6 +27,8 @@ class NatsBus implements SyncBus {
   readonly #subs: [string, (m: SyncMessage) => void][] = [];
   #stream: ((m: SyncMessage) => void) | undefined;
   #from: StreamStart = {};
+  /** The running ordered consumer's messages, stopped on a reconnect so the loop starts a fresh one after `last`. */
+  #messages: { stop(): void } | undefined;
   readonly #listeners: ((up: boolean) => void)[] = [];
   readonly #ready: Promise<void>;
 
@@ -39,14 +44,25 @@ class NatsBus implements SyncBus {
 
   publish(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
     if (this.#closed || !this.#nats) return false;
-    if (!this.#connected || !this.#nc) {
-      // Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores).
-      if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
-      this.#buffered += data.length;
-      this.#outbox.push([subject, data, headers]);
-      return true;
+    if (!this.#connected || !this.#nc) return this.#hold(subject, data, headers);
+    try {
+      this.#send(this.#nc, subject, data, headers);
+    } catch {
+      // The client refuses while the connection is going down, before the disconnect is reported: a KV batch lost
+      // here would be a gap in the stream no peer can fill, so it and all after it wait until the stream answers.
+      const held = this.#hold(subject, data, headers);
+      this.#setConnected(false);
+      void this.#reconnected(this.#nc);
+      return held;
     }
-    this.#send(this.#nc, subject, data, headers);
+    return true;
+  }
+
+  /** Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores). */
+  #hold(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
+    if (this.#buffered + data.length > OUTAGE_BUFFER_BYTES) return false;
+    this.#buffered += data.length;
+    this.#outbox.push([subject, data, headers]);
     return true;
   }
 
@@ -110,7 +126,17 @@ class NatsBus implements SyncBus {
       const held = this.#outbox;
       this.#outbox = [];
       this.#buffered = 0;
-      for (const [s, d, h] of held) this.#send(this.#nc, s, d, h);
+      for (let i = 0; i < held.length; i++) {
+        try {
+          this.#send(this.#nc, ...held[i]!);
+        } catch {
+          // Down again while flushing: the rest waits, in order, for the next time the stream answers.
+          for (const [s, d, h] of held.slice(i)) this.#hold(s, d, h);
+          this.#connected = false;
+          void this.#reconnected(this.#nc);
+          return;
+        }
+      }
     }
     for (const l of this.#listeners) l(up);
   }
@@ -121,6 +147,9 @@ class NatsBus implements SyncBus {
       try {
         await this.#ensureStream(nc);
         this.#setConnected(true);
+        // The server may have lost the ephemeral consumer; the client would notice only after missed idle heartbeats
+        // (tens of seconds), so start a new one from the last sequence seen now.
+        this.#messages?.stop();
       } catch {
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -198,14 +227,17 @@ class NatsBus implements SyncBus {
         await this.#ensureStream(nc);
         const c = await js.consumers.get(this.o.stream, last === 0 ? { deliver_policy: DeliverPolicy.All }
           : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
-        const it = await c.consume();
+        // Short pulls: a server that vanished without a disconnect is noticed by the idle heartbeats in seconds.
+        const it = await c.consume({ expires: 5_000 });
+        this.#messages = it;
         for await (const m of it) {
           last = m.seq;
-          this.#stream?.(asMessage(m));
+          this.#stream?.(asStreamMessage(m));
         }
       } catch (e) {
         if (!this.#closed && this.#connected) this.o.log(`NATS stream ${this.o.stream}: ${(e as Error).message}`);
       }
+      this.#messages = undefined;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
