@@ -5,36 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsBus } from "../../src/adapter/node/nats-bus.ts";
 import type { SimServer } from "../../src/adapter/node/sim-server.ts";
-import { encodeKvEventBatch } from "../../src/sim/kv-event-codec.ts";
-import type { KvCacheEvent } from "../../src/sim/kv-events.ts";
-import { ApproximateTokenizer } from "../../src/tokenize/index.ts";
 import { post, startSim, startTestGateway, TOKEN, type TestGateway } from "../gateway/helpers.ts";
 import { NatsServer, natsServerPath } from "./nats-server.ts";
+import { chatOf, ingest, metric, MODEL, route, storedFor, until } from "./replica-fixture.ts";
 
-const MODEL = "kvgate-sim";
 const HEARTBEAT_MS = 150;
-
-function chatOf(text: string) {
-  return { model: MODEL, messages: [{ role: "user", content: text.repeat(12) }] };
-}
-
-function storedFor(chat: ReturnType<typeof chatOf>, base: bigint): { event: KvCacheEvent; blocks: number } {
-  const tokens = Array.from(new ApproximateTokenizer().tokenizeChat(chat));
-  const blocks = Math.floor(tokens.length / 16);
-  const hashes = Array.from({ length: blocks }, (_, i) => base + BigInt(i));
-  return { blocks, event: { type: "BlockStored", block_hashes: hashes, parent_block_hash: null, token_ids: tokens.slice(0, blocks * 16), block_size: 16, lora_id: null, medium: "GPU", lora_name: null } };
-}
-
-async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < end) {
-    last = await probe();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-}
 
 const skip = natsServerPath === undefined;
 if (skip) console.warn("replicas-nats: skipped, no nats-server binary on PATH (Debian: apt-get install nats-server)");
@@ -55,17 +30,6 @@ describe.skipIf(skip)("router replicas over NATS", () => {
     return { g, stopTicks: () => clearInterval(timer) };
   }
 
-  async function metric(g: TestGateway, line: string): Promise<number> {
-    const text = await (await fetch(`${g.url}/metrics`)).text();
-    const m = text.split("\n").find((l) => l.startsWith(`${line} `));
-    return m === undefined ? NaN : Number(m.slice(line.length + 1));
-  }
-
-  const ingest = (g: TestGateway, worker: string, events: KvCacheEvent[]) => fetch(`${g.url}/admin/kv-events`, {
-    method: "POST", body: encodeKvEventBatch({ ts: 1, events, data_parallel_rank: null }) as Uint8Array<ArrayBuffer>,
-    headers: { authorization: `Bearer ${TOKEN}`, "x-kvgate-worker": worker },
-  });
-  const route = async (g: TestGateway, chat: unknown) => (await (await post(`${g.url}/v1/route`, chat)).json()) as { worker: string; overlap_blocks: number };
   const remoteOf = async (g: TestGateway) => {
     const body = (await (await fetch(`${g.url}/admin/workers`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
       data: { id: string; ranks: { active_requests: number; remote: { requests: number; blocks: number } }[] }[];
