@@ -27,12 +27,21 @@ class NatsBus implements SyncBus {
   readonly #subs: [string, (m: SyncMessage) => void][] = [];
   #stream: ((m: SyncMessage) => void) | undefined;
   #from: StreamStart = {};
+  /** Stream batches not yet acknowledged, oldest first, and their bytes (bounded like the outage buffer). */
+  readonly #streamQueue: { subject: string; data: Uint8Array; headers?: Readonly<Record<string, string>>; msgID: string }[] = [];
+  #streamBytes = 0;
+  #pumping = false;
+  #nextMsg = 0;
+  /** Message ids unique to this process, so the stream's duplicate window drops only true retries. */
+  readonly #publisherId = `${Date.now().toString(36)}${Math.floor(Math.random() * 2 ** 32).toString(36)}`;
+  readonly #streamPrefix: string;
   /** The running ordered consumer's messages, stopped on a reconnect so the loop starts a fresh one after `last`. */
   #messages: { stop(): void } | undefined;
   readonly #listeners: ((up: boolean) => void)[] = [];
   readonly #ready: Promise<void>;
 
   constructor(private readonly o: SyncBusOptions) {
+    this.#streamPrefix = o.streamSubjects.replace(/>$/, "");
     this.#ready = this.#start().catch((e: unknown) => {
       if (!this.#closed) o.log(`NATS ${o.servers}: ${(e as Error).message}`);
     });
@@ -44,6 +53,7 @@ class NatsBus implements SyncBus {
 
   publish(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
     if (this.#closed || !this.#nats) return false;
+    if (subject.startsWith(this.#streamPrefix)) return this.#enqueueStream(subject, data, headers);
     if (!this.#connected || !this.#nc) return this.#hold(subject, data, headers);
     try {
       this.#send(this.#nc, subject, data, headers);
@@ -56,6 +66,50 @@ class NatsBus implements SyncBus {
       return held;
     }
     return true;
+  }
+
+  /**
+   * A stream batch waits in order for JetStream's acknowledgement: a plain publish is at most once, and a batch lost
+   * on the wire as the server dies is a gap no peer can fill. One in flight at a time keeps the stream's order; a
+   * retried batch carries the same message id, so the stream drops a copy it already stored.
+   */
+  #enqueueStream(subject: string, data: Uint8Array, headers?: Readonly<Record<string, string>>): boolean {
+    if (this.#streamBytes + data.length > OUTAGE_BUFFER_BYTES) return false;
+    this.#streamBytes += data.length;
+    this.#streamQueue.push({ subject, data, headers, msgID: `${this.#publisherId}-${this.#nextMsg++}` });
+    void this.#pumpStream();
+    return true;
+  }
+
+  async #pumpStream(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      const { jetstream } = await import("@nats-io/jetstream");
+      while (!this.#closed && this.#streamQueue.length > 0) {
+        const nc = this.#nc;
+        if (!this.#connected || !nc) {
+          await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
+        const m = this.#streamQueue[0]!;
+        let h: ReturnType<Nats["headers"]> | undefined;
+        if (m.headers) {
+          h = this.#nats!.headers();
+          for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
+        }
+        try {
+          await jetstream(nc).publish(m.subject, m.data, { msgID: m.msgID, timeout: 2_000, ...(h ? { headers: h } : {}) });
+          this.#streamQueue.shift();
+          this.#streamBytes -= m.data.length;
+        } catch {
+          // Not acknowledged (server gone, stream not loaded yet, timeout): the same batch again, shortly.
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
   }
 
   /** Held in order until NATS is back and the stream is there again (a restarted server loads it before it stores). */
