@@ -46,7 +46,7 @@ describe.skipIf(natsServerPath === undefined)("killing one of three replicas", (
   });
 
   it("fails only its in-flight requests, loses its bookings within the expiry, and comes back warm", async () => {
-    const all = conversations({ conversations: 6, turns: 12, gapMs: 40, systemTokens: 256, turnTokens: 96, outputTokens: 48 });
+    const all = conversations({ conversations: 6, turns: 16, gapMs: 40, systemTokens: 256, turnTokens: 96, outputTokens: 48 });
     const first = all.slice(0, 60), later = all.slice(60).map((r, i) => ({ ...r, at: i * 40 }));
     const urls = replicas.map((r) => r.url);
     const victim = replicas[2]!;
@@ -74,7 +74,9 @@ describe.skipIf(natsServerPath === undefined)("killing one of three replicas", (
     const failed = run.records.filter((r) => r.error);
     for (const r of failed) {
       expect(r.gateway).toBe(victim.url);
-      expect(r.sentAt).toBeLessThanOrEqual(deadAt);
+      // The exit event reaches this process a little after the kernel reaped the replica (and a connection the kernel
+      // accepted just before is in flight too): 100 ms of slack on a loaded machine.
+      expect(r.sentAt).toBeLessThanOrEqual(deadAt + 100);
     }
     const afterKill = run.records.filter((r) => r.sentAt > deadAt + 1);
     expect(afterKill.length).toBeGreaterThan(20);
@@ -98,7 +100,8 @@ describe.skipIf(natsServerPath === undefined)("killing one of three replicas", (
     expect(back.records.filter((r) => r.error)).toEqual([]);
     const restarted = back.records.filter((r) => r.gateway === replicas[2]!.url);
     const others = back.records.filter((r) => r.gateway !== replicas[2]!.url);
-    expect(restarted.length).toBe(4);
+    // A dozen requests, so one early turn (little to find yet) does not decide the comparison.
+    expect(restarted.length).toBe(12);
     const mine = predictedHitRate(restarted, 16), theirs = predictedHitRate(others, 16);
     expect(theirs).toBeGreaterThan(0.5);
     expect(mine).toBeGreaterThanOrEqual(0.8 * theirs);

@@ -31,6 +31,8 @@ class NatsBus implements SyncBus {
   readonly #streamQueue: { subject: string; data: Uint8Array; headers?: Readonly<Record<string, string>>; msgID: string }[] = [];
   #streamBytes = 0;
   #pumping = false;
+  /** The JetStream client of the current connection (made once per connection, not per batch). */
+  #js: { nc: Conn; js: ReturnType<typeof import("@nats-io/jetstream").jetstream> } | undefined;
   #nextMsg = 0;
   /** Message ids unique to this process, so the stream's duplicate window drops only true retries. */
   readonly #publisherId = `${Date.now().toString(36)}${Math.floor(Math.random() * 2 ** 32).toString(36)}`;
@@ -99,7 +101,8 @@ class NatsBus implements SyncBus {
           for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
         }
         try {
-          await jetstream(nc).publish(m.subject, m.data, { msgID: m.msgID, timeout: 2_000, ...(h ? { headers: h } : {}) });
+          if (this.#js?.nc !== nc) this.#js = { nc, js: jetstream(nc) };
+          await this.#js.js.publish(m.subject, m.data, { msgID: m.msgID, timeout: 2_000, ...(h ? { headers: h } : {}) });
           this.#streamQueue.shift();
           this.#streamBytes -= m.data.length;
         } catch {
