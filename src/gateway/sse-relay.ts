@@ -10,6 +10,7 @@ import type { Budget, Dispatched } from "./dispatch-leg.ts";
 import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
+import { scanEvent } from "./chunk-scan.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import { recordUsage } from "./usage-feedback.ts";
 import { concat, DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
@@ -115,7 +116,8 @@ export class SseRelay {
       const out: Uint8Array[] = [];
       try {
         for (const ev of this.#splitter.push(r.value)) {
-          const info = inspectEvent(ev);
+          // Parsed whole while the stream's identity is unknown or its chunks are re-labelled; scanned otherwise.
+          const info = this.#identity === undefined || this.#rewriting ? inspectEvent(ev) : scanEvent(ev);
           if (info.kind === "error") {
             const msg = (info.json?.error as { message?: unknown })?.message;
             broke = new UpstreamFailure("error_event", `sent an error mid-stream${typeof msg === "string" ? `: ${msg}` : ""}`);
@@ -139,8 +141,8 @@ export class SseRelay {
 
   /** What to forward for one chunk (undefined: drop it), updating the stream's state. */
   #chunk(info: EventInfo, raw: Uint8Array): Uint8Array | undefined {
-    const json = info.json!;
-    this.#identity ??= { id: json.id, created: json.created };
+    const json = info.json;
+    if (this.#identity === undefined && json) this.#identity = { id: json.id, created: json.created };
     if (info.usage !== undefined) this.#attemptUsage = info.usage;
     if (info.usageOnly && this.ex.stripUsage) return undefined;
     if (this.#rewriting && info.roleOnly) return undefined;
@@ -163,7 +165,7 @@ export class SseRelay {
       if (info.finish) this.#finishSeen = true;
       this.#unmigratable ??= info.unmigratable;
     }
-    return this.#rewriting ? rewriteChunk(json, this.#identity, (u) => shiftUsage(u, this.#tokensBefore)) : raw;
+    return this.#rewriting && json ? rewriteChunk(json, this.#identity ?? {}, (u) => shiftUsage(u, this.#tokensBefore)) : raw;
   }
 
   /** [DONE]: generation is over; free the booking now, close when the worker closes. */
