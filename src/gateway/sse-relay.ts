@@ -10,6 +10,8 @@ import type { Budget, Dispatched } from "./dispatch-leg.ts";
 import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
+import { scanEvent } from "./chunk-scan.ts";
+import { attachDirectSource, type ChunkSink } from "./direct-source.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import { recordUsage } from "./usage-feedback.ts";
 import { concat, DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
@@ -53,6 +55,7 @@ export class SseRelay {
       pull: (c) => this.#pull(c),
       cancel: () => this.#cancel(),
     }, { highWaterMark: 0 });
+    attachDirectSource(body, { pull: (sink) => this.#pull(sink), cancel: () => this.#cancel() });
     return new Response(body, { status: this.#cur.attempt.res.status, headers });
   }
 
@@ -85,7 +88,7 @@ export class SseRelay {
     return new UpstreamFailure("idle", `no data for ${this.gw.config.upstream.idleTimeoutMs} ms`);
   }
 
-  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  async #pull(controller: ChunkSink): Promise<void> {
     if (this.#watchdog === undefined && !this.#closed) this.#watch();
     while (!this.#closed) {
       let r: ReadableStreamReadResult<Uint8Array>;
@@ -115,7 +118,8 @@ export class SseRelay {
       const out: Uint8Array[] = [];
       try {
         for (const ev of this.#splitter.push(r.value)) {
-          const info = inspectEvent(ev);
+          // Parsed whole while the stream's identity is unknown or its chunks are re-labelled; scanned otherwise.
+          const info = this.#identity === undefined || this.#rewriting ? inspectEvent(ev) : scanEvent(ev);
           if (info.kind === "error") {
             const msg = (info.json?.error as { message?: unknown })?.message;
             broke = new UpstreamFailure("error_event", `sent an error mid-stream${typeof msg === "string" ? `: ${msg}` : ""}`);
@@ -139,8 +143,8 @@ export class SseRelay {
 
   /** What to forward for one chunk (undefined: drop it), updating the stream's state. */
   #chunk(info: EventInfo, raw: Uint8Array): Uint8Array | undefined {
-    const json = info.json!;
-    this.#identity ??= { id: json.id, created: json.created };
+    const json = info.json;
+    if (this.#identity === undefined && json) this.#identity = { id: json.id, created: json.created };
     if (info.usage !== undefined) this.#attemptUsage = info.usage;
     if (info.usageOnly && this.ex.stripUsage) return undefined;
     if (this.#rewriting && info.roleOnly) return undefined;
@@ -163,7 +167,7 @@ export class SseRelay {
       if (info.finish) this.#finishSeen = true;
       this.#unmigratable ??= info.unmigratable;
     }
-    return this.#rewriting ? rewriteChunk(json, this.#identity, (u) => shiftUsage(u, this.#tokensBefore)) : raw;
+    return this.#rewriting && json ? rewriteChunk(json, this.#identity ?? {}, (u) => shiftUsage(u, this.#tokensBefore)) : raw;
   }
 
   /** [DONE]: generation is over; free the booking now, close when the worker closes. */
@@ -184,7 +188,7 @@ export class SseRelay {
     this.#attemptUsage = undefined;
   }
 
-  #close(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  #close(controller: ChunkSink): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch();
@@ -193,7 +197,7 @@ export class SseRelay {
     this.ex.trace.end(200);
   }
 
-  #endWithError(controller: ReadableStreamDefaultController<Uint8Array>, e: unknown): void {
+  #endWithError(controller: ChunkSink, e: unknown): void {
     const err = e instanceof KvgateError ? e : new KvgateError("KVGATE_ERR_UPSTREAM", String((e as Error)?.message ?? e));
     if (this.#closed) return;
     this.gw.log("warn", `request ${this.ex.requestId}: stream ended with an error: ${err.message}`);
@@ -208,7 +212,7 @@ export class SseRelay {
    * The current attempt failed. Returns true when another attempt now feeds the stream, false when the stream
    * was ended (gracefully if generation had finished, else with an error event).
    */
-  async #failover(controller: ReadableStreamDefaultController<Uint8Array>, failure: UpstreamFailure): Promise<boolean> {
+  async #failover(controller: ChunkSink, failure: UpstreamFailure): Promise<boolean> {
     const { gw, ex } = this;
     const worker = this.#cur.signals.worker;
     this.#cur.attempt.abort.abort();

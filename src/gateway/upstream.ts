@@ -11,17 +11,27 @@ import { concat } from "./stream-events.ts";
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus what a proxy must not pass on when it re-sends the body. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
-const REQUEST_DROP = [...HOP_BY_HOP, "host", "content-length", "accept-encoding", "expect", "content-encoding"];
-const RESPONSE_DROP = [...HOP_BY_HOP, "content-length", "content-encoding", "date", "server"];
+const REQUEST_DROP = new Set([...HOP_BY_HOP, "host", "content-length", "accept-encoding", "expect", "content-encoding"]);
+const RESPONSE_DROP = new Set([...HOP_BY_HOP, "content-length", "content-encoding", "date", "server"]);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
-function strip(src: Headers, drop: readonly string[]): Headers {
-  const h = new Headers(src);
+/** A copy of `src` without the `drop` fields; built by one pass over the fields kept rather than a copy and deletes. */
+function strip(src: Headers, drop: ReadonlySet<string>): Headers {
   // Fields named in Connection are hop-by-hop too (RFC 9110 §7.6.1).
-  for (const name of (src.get("connection") ?? "").split(",")) {
-    const n = name.trim().toLowerCase();
-    if (/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(n)) h.delete(n);
+  const connection = src.get("connection");
+  let named: Set<string> | undefined;
+  if (connection) {
+    named = new Set();
+    for (const name of connection.split(",")) {
+      const n = name.trim().toLowerCase();
+      if (TOKEN.test(n)) named.add(n);
+    }
   }
-  for (const n of drop) h.delete(n);
+  const h = new Headers();
+  // Iteration gives names lower-cased and each set-cookie on its own, so append keeps them as they were.
+  src.forEach((v, k) => {
+    if (!drop.has(k) && !named?.has(k)) h.append(k, v);
+  });
   return h;
 }
 

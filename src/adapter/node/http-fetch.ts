@@ -54,7 +54,9 @@ export function createNodeHttpFetch(opts: NodeHttpFetchOptions = {}): NodeHttpFe
     const signal = init?.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const headers: Record<string, string> = {};
-    new Headers(init?.headers).forEach((v, k) => {
+    // The gateway hands over a Headers it built for this request: read it as is rather than copy it first.
+    const given = init?.headers;
+    (given instanceof Headers ? given : new Headers(given)).forEach((v, k) => {
       headers[k] = v;
     });
     const payload = body === undefined || body === null ? undefined : typeof body === "string" ? Buffer.from(body) : toBuffer(body);

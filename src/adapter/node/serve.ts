@@ -7,6 +7,7 @@ import { bootFailure, bootGateway, listeningLine } from "../../gateway/boot.ts";
 import type { KvEventHub, KvEventTransport } from "../../events/index.ts";
 import { createNodeHttpFetch } from "./http-fetch.ts";
 import { headerCoalescingResponse } from "./server-response.ts";
+import { directStreams } from "./direct-response.ts";
 import { startDefaultFleet, tryItLine, type DefaultFleet } from "../../sim/default-fleet.ts";
 import { startSimServer } from "./sim-server.ts";
 import { natsBus } from "./nats-bus.ts";
@@ -29,7 +30,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   if (config.workers.length === 0 && config.simWorkers > 0) {
     sims = await startDefaultFleet(gateway, startSimServer, config.simWorkers, config.simGpuBlocks, config.blockSize);
   }
-  const server = serve({ fetch: gateway.fetch, hostname: config.host, port: config.port, serverOptions: { ServerResponse: headerCoalescingResponse() } }, (info: AddressInfo) => {
+  const server = serve({ fetch: directStreams(gateway.fetch), hostname: config.host, port: config.port, serverOptions: { ServerResponse: headerCoalescingResponse() } }, (info: AddressInfo) => {
     process.stdout.write(listeningLine(config.host, info.port));
     if (sims) process.stdout.write(tryItLine(listeningLine(config.host, info.port).trim().split(" ").pop()!));
   });
