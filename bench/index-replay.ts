@@ -11,7 +11,7 @@
  *    64 against an index of 64 slots and ~1M background blocks, divided by the cost of copying the same tokens into
  *    WASM memory; plus XXH64 via xxhash-wasm (per-block calls from JS) vs our one-call prompt hashing, for context.
  *
- * One function per section (bench/index-replay/): replay-sections.ts (1, 2), ingest-section.ts (3), route-section.ts
+ * One function per section (bench/index-replay/): replay-sections.ts (1), latency-section.ts (2), ingest-section.ts (3), route-section.ts
  * (4), summary.ts (the closing table); this file runs them in order and writes the JSON.
  *
  * Every figure comes from this process and is printed next to a baseline measured in the same run; nothing is
@@ -25,7 +25,8 @@ import { loadavg } from "node:os";
 import { loadCoreModule } from "../src/wasm/module-fs.ts";
 import { now, sinkValue, writeResults } from "./harness.ts";
 import { parseArgs, type Measurements, type Run } from "./index-replay/args.ts";
-import { findMatchesLatency, replayFixture, replayThroughput } from "./index-replay/replay-sections.ts";
+import { replayFixture, replayThroughput } from "./index-replay/replay-sections.ts";
+import { findMatchesLatency } from "./index-replay/latency-section.ts";
 import { eventIngestion } from "./index-replay/ingest-section.ts";
 import { routeCost } from "./index-replay/route-section.ts";
 import { summarize } from "./index-replay/summary.ts";
@@ -40,7 +41,7 @@ export async function main(argv: string[]): Promise<void> {
 
   const fx = replayFixture(run);
   const tp = replayThroughput(run, fx);
-  const fm = findMatchesLatency(run, fx);
+  const fm = findMatchesLatency(run, fx, tp);
   const ing = eventIngestion(run, fx, tp);
   const routeRes = await routeCost(run);
   const summary = summarize(run, load0, fx, tp, fm, ing, routeRes);

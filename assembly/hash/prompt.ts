@@ -1,5 +1,5 @@
 // Whole-prompt block hashing (local + chained sequence hashes) in one call, so JS never crosses into WASM per block.
-import { xxh3, xxh3Pair, xxh3At64, prepareKeys64 } from "./xxh3";
+import { xxh3, xxh3Pair, xxh3At64, xxh3At64Simd, prepareKeys64, KEYS64 } from "./xxh3";
 import { E_BAD_ARG, E_TOO_LONG } from "../abi";
 
 /** The chain seed of the sequence hash; LoRA and namespace salts change only the local-hash seed. */
@@ -38,6 +38,16 @@ export function hashPrompt(
   let prev: u64 = 0;
   if (window == 64 && stride == 64 && nMm == 0) {
     prepareKeys64(seed);
+    if (ASC_FEATURE_SIMD) {
+      const k0 = v128.load(KEYS64), k1 = v128.load(KEYS64, 16), k2 = v128.load(KEYS64, 32), k3 = v128.load(KEYS64, 48);
+      for (let i = 0; i < n; i++) {
+        const h = xxh3At64Simd(tokens + (<usize>i << 6), k0, k1, k2, k3);
+        store<u64>(local + (<usize>i << 3), h);
+        prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
+        store<u64>(seq + (<usize>i << 3), prev);
+      }
+      return n;
+    }
     for (let i = 0; i < n; i++) {
       const h = xxh3At64(tokens + (<usize>i << 6));
       store<u64>(local + (<usize>i << 3), h);

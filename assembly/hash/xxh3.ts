@@ -226,8 +226,33 @@ function scramble(s: usize): void {
   return avalanche3(r);
 }
 
+/** hashUpTo1k with the accumulators in four vectors from start to merge (no round trip through globals). */
+function hashUpTo1kSimd(p: usize, len: usize, s: usize): u64 {
+  let v0 = i64x2(<i64>P32_3, <i64>P64_1), v1 = i64x2(<i64>P64_2, <i64>P64_3);
+  let v2 = i64x2(<i64>P64_4, <i64>P32_2), v3 = i64x2(<i64>P64_5, <i64>P32_1);
+  const n = (len - 1) >> 6;
+  for (let k: usize = 0; k < n; k++) {
+    const ip = p + (k << 6), sp = s + (k << 3);
+    v0 = lane(v0, ip, sp);
+    v1 = lane(v1, ip + 16, sp + 16);
+    v2 = lane(v2, ip + 32, sp + 32);
+    v3 = lane(v3, ip + 48, sp + 48);
+  }
+  const ip = p + len - 64, sp = s + 192 - 64 - 7;
+  v0 = lane(v0, ip, sp);
+  v1 = lane(v1, ip + 16, sp + 16);
+  v2 = lane(v2, ip + 32, sp + 32);
+  v3 = lane(v3, ip + 48, sp + 48);
+  // merge: the secret words at s + 11, 19 (27, 35 …) are contiguous, so each accumulator pair takes one load.
+  const f = i64x2.add(
+    mulFold64x2(v128.xor(v0, v128.load(s + 11)), v128.xor(v1, v128.load(s + 27))),
+    mulFold64x2(v128.xor(v2, v128.load(s + 43)), v128.xor(v3, v128.load(s + 59))));
+  return avalanche3(<u64>len * P64_1 + <u64>i64x2.extract_lane(f, 0) + <u64>i64x2.extract_lane(f, 1));
+}
+
 /** 241..1024 bytes (block sizes 61..256 tokens): no scramble round is needed, only the stripes and the merge. */
 function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
+  if (ASC_FEATURE_SIMD) return hashUpTo1kSimd(p, len, s);
   a0 = P32_3; a1 = P64_1; a2 = P64_2; a3 = P64_3; a4 = P64_4; a5 = P32_2; a6 = P64_5; a7 = P32_1;
   stripes(p, s, (len - 1) >> 6);
   stripes(p + len - 64, s + 192 - 64 - 7, 1);
@@ -279,6 +304,35 @@ export function prepareKeys64(seed: u64): void {
   key64(1, 32, seed);
   key64(2, 48, seed);
   key64(3, 16, seed);
+}
+
+/**
+ * mulFold64 of two (a, b) pairs at once: `v` holds [a0, b0] and `w` [a1, b1]; returns [fold(a0, b0), fold(a1, b1)].
+ * The four 32x32 partial products of both pairs come from four extmul instructions instead of eight scalar multiplies.
+ */
+// @ts-ignore: decorator
+@inline export function mulFold64x2(v: v128, w: v128): v128 {
+  const aS = v128.shuffle<i32>(v, w, 0, 4, 1, 5); // [a0lo, a1lo, a0hi, a1hi]
+  const bS = v128.shuffle<i32>(v, w, 2, 6, 3, 7); // [b0lo, b1lo, b0hi, b1hi]
+  const aX = v128.shuffle<i32>(v, w, 1, 5, 0, 4); // [a0hi, a1hi, a0lo, a1lo]
+  const lolo = i64x2.extmul_low_i32x4_u(aS, bS);
+  const hihi = i64x2.extmul_high_i32x4_u(aS, bS);
+  const hilo = i64x2.extmul_low_i32x4_u(aX, bS);
+  const lohi = i64x2.extmul_high_i32x4_u(aX, bS);
+  const m32 = i64x2.splat(0xFFFFFFFF);
+  const cross = i64x2.add(i64x2.add(i64x2.shr_u(lolo, 32), v128.and(hilo, m32)), lohi);
+  const upper = i64x2.add(i64x2.add(i64x2.shr_u(hilo, 32), i64x2.shr_u(cross, 32)), hihi);
+  const lower = v128.or(i64x2.shl(cross, 32), v128.and(lolo, m32));
+  return v128.xor(lower, upper);
+}
+
+/** XXH3-64 of the 64 bytes at `p` with the 64-byte path's keys held in vectors (k0..k3 = KEYS64 + 0, 16, 32, 48). */
+// @ts-ignore: decorator
+@inline export function xxh3At64Simd(p: usize, k0: v128, k1: v128, k2: v128, k3: v128): u64 {
+  const f = i64x2.add(
+    mulFold64x2(v128.xor(v128.load(p), k0), v128.xor(v128.load(p, 16), k1)),
+    mulFold64x2(v128.xor(v128.load(p, 32), k2), v128.xor(v128.load(p, 48), k3)));
+  return avalanche3(64 * P64_1 + <u64>i64x2.extract_lane(f, 0) + <u64>i64x2.extract_lane(f, 1));
 }
 
 /** XXH3-64 of exactly 64 bytes with the keys `prepareKeys64` left for the seed. */

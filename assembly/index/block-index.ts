@@ -2,9 +2,10 @@
 // pruning and capacity eviction. A node is a prompt prefix (its router sequence hash); entries map engine hashes to nodes.
 import { xxh3Pair } from "../hash/xxh3";
 import { CHAIN_SEED } from "../hash/prompt";
-import { nodeSetBit, nodeClearBit } from "./node-table";
+import { nodeSetBit, nodeClearBit, nodeHome } from "./node-table";
+import { touch, settle, TOUCH_RUN } from "./touch";
 import {
-  entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, freeEntries, liveEntries, recAt, tableCount, isLive,
+  entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, entryHome, freeEntries, liveEntries, recAt, tableCount, isLive,
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
 import { ttlAlloc, ttlFree, ttlRefresh, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
@@ -192,47 +193,74 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
     for (let i = 0; i < n; i++) if (entryFind(slot, load<u64>(blocks + (<usize>i << 4))) == 0) missing++;
     if (freeEntries() < missing) { count(C_CAPACITY); return E_CAPACITY; }
   }
-  for (let i = 0; i < n; i++) {
-    const b = blocks + (<usize>i << 4);
-    const hash = load<u64>(b);
-    const localHash = load<u64>(b, 8);
-    const seq = !hasParent && i == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
-    prev = seq;
-    const d = depth + <u32>i;
+  for (let i0 = 0; i0 < n; i0 += TOUCH_RUN) {
+    const m = min(TOUCH_RUN, n - i0);
+    // Chain the run's sequence hashes first and warm the records they and the engine hashes land on.
+    let warm: u64 = 0;
+    for (let j = 0; j < m; j++) {
+      const b = blocks + (<usize>(i0 + j) << 4);
+      const localHash = load<u64>(b, 8);
+      const seq = !hasParent && i0 + j == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
+      prev = seq;
+      store<u64>(runSeqs + (<usize>j << 3), seq);
+      warm ^= touch(entryHome(slot, load<u64>(b))) ^ touch(nodeHome(seq));
+    }
+    settle(warm);
+    for (let j = 0; j < m; j++) storeOne(slot, blocks + (<usize>(i0 + j) << 4), load<u64>(runSeqs + (<usize>j << 3)), depth + <u32>(i0 + j));
+  }
+  count(C_APPLIED);
+  return OK;
+}
+
+const runSeqs: usize = memory.data(TOUCH_RUN * 8, 8);
+
+/** One block of a Stored event: a new entry, a refresh of the same prefix, or a re-parented hash. */
+// @ts-ignore: decorator
+@inline function storeOne(slot: i32, b: usize, seq: u64, d: u32): void {
+  const hash = load<u64>(b);
+  {
     const r = entryProbe(slot, hash);
     if (!isLive(r)) {
       entryFill(r, slot, hash, seq, d);
       bump(sizes, slot, 1);
       attach(r, slot, seq);
-      continue;
+      return;
     }
-    {
-      if (load<u64>(r, R_SEQ) == seq) {
-        const ttl = load<u32>(r, R_TTL);
-        if (ttl != 0) {
-          // An engine event confirms a predicted block: it is no longer subject to TTL.
-          ttlFree(ttl - 1);
-          store<u32>(r, 0, R_TTL);
-        }
-        store<u32>(r, d, R_DEPTH);
-        continue;
+    if (load<u64>(r, R_SEQ) == seq) {
+      const ttl = load<u32>(r, R_TTL);
+      if (ttl != 0) {
+        // An engine event confirms a predicted block: it is no longer subject to TTL.
+        ttlFree(ttl - 1);
+        store<u32>(r, 0, R_TTL);
       }
-      drop(r);
+      store<u32>(r, d, R_DEPTH);
+      return;
     }
+    drop(r);
     create(slot, hash, seq, d);
   }
-  count(C_APPLIED);
-  return OK;
 }
 
 /** Removed: engine hashes of one slot. Unknown hashes are counted and skipped; removal never cascades. */
 export function removeBlocks(slot: i32, hashes: usize, n: i32): i32 {
   if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
   let unknown: u32 = 0;
-  for (let i = 0; i < n; i++) {
-    const r = entryFind(slot, load<u64>(hashes + (<usize>i << 3)));
-    if (r == 0) unknown++;
-    else drop(r);
+  for (let i0 = 0; i0 < n; i0 += TOUCH_RUN) {
+    const m = min(TOUCH_RUN, n - i0);
+    const at = hashes + (<usize>i0 << 3);
+    // Warm the run's entries, then the nodes they name, then drop (records move on delete, so look up again).
+    let warm: u64 = 0;
+    for (let j = 0; j < m; j++) warm ^= touch(entryHome(slot, load<u64>(at + (<usize>j << 3))));
+    for (let j = 0; j < m; j++) {
+      const r = entryFind(slot, load<u64>(at + (<usize>j << 3)));
+      if (r != 0) warm ^= touch(nodeHome(load<u64>(r, R_SEQ)));
+    }
+    settle(warm);
+    for (let j = 0; j < m; j++) {
+      const r = entryFind(slot, load<u64>(at + (<usize>j << 3)));
+      if (r == 0) unknown++;
+      else drop(r);
+    }
   }
   if (unknown > 0) count(C_UNKNOWN_REMOVED, unknown);
   count(C_APPLIED);

@@ -51,6 +51,10 @@ export function tableCount(): u64 { return tMask + 1; }
   return ((hash ^ (<u64>slot * 0xD6E8FEB86659FD93)) * tSalt) >> tShift;
 }
 
+/** Where the probe for (slot, hash) starts: what `touch` warms before a run of lookups. */
+// @ts-ignore: decorator
+@inline export function entryHome(slot: i32, hash: u64): usize { return recAt(tHome(slot, hash)); }
+
 // @ts-ignore: decorator
 @inline export function isLive(r: usize): bool { return (load<u32>(r, R_FLAGS) & F_LIVE) != 0; }
 

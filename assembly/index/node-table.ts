@@ -36,6 +36,12 @@ export function nodeBytes(count: u64, maskWords: i32): usize {
   return nodeBase + <usize>i * stride;
 }
 
+/** Where the probe for `seq` starts: what `touch` warms before a run of lookups. */
+// @ts-ignore: decorator
+@inline export function nodeHome(seq: u64): usize {
+  return recAt(home(seq));
+}
+
 // @ts-ignore: decorator
 @inline export function isEmpty(r: usize): bool {
   if (words == 1) return load<u64>(r, 8) == 0;

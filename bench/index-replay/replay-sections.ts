@@ -2,7 +2,7 @@
 import { KvIndex } from "../../src/core/kv-index.ts";
 import { ReferenceIndex } from "../../src/reference/index-reference.ts";
 import { buildReplay, type Replay } from "../trace-events.ts";
-import { consume, describe, fmtNs, fmtRate, fmtRatio, measure, now, percentile } from "../harness.ts";
+import { describe, fmtRate, fmtRatio, measure, now } from "../harness.ts";
 import * as hooks from "../../test/support/kv-index-hooks.ts";
 import type { Args, Run } from "./args.ts";
 import {
@@ -31,17 +31,6 @@ export interface ReplayThroughput {
   small: KvIndex;
   perReq: ReturnType<typeof encodePerRequest>;
   split: { wasm: SplitTimes; reference: SplitTimes };
-}
-
-export interface FindMatchesLatency {
-  samples: number;
-  p50Ns: number;
-  p90Ns: number;
-  p99Ns: number;
-  maxNs: number;
-  meanQueryBlocks: number;
-  timerFloorNs: number;
-  p50NsPerBlock: number;
 }
 
 /** A prefix of the replay that still drains: the first `n` requests plus Removed for whatever they left cached. */
@@ -153,48 +142,4 @@ export function replayThroughput(run: Run, fx: ReplayFixture): ReplayThroughput 
     `events WASM ${split.wasm.eventsMs.toFixed(1)} ms vs reference ${split.reference.eventsMs.toFixed(1)} ms (${fmtRatio(split.reference.eventsMs / split.wasm.eventsMs)})`);
   results.replaySplit = split;
   return { replayRatio, replayRatioMin, smallCap, small, perReq, split };
-}
-
-/** Section 2: find_matches latency (WASM) while the replay runs. */
-export function findMatchesLatency(run: Run, fx: ReplayFixture): FindMatchesLatency {
-  const { args, results, log } = run;
-  const { replay, idx, names } = fx;
-  const matchOps = replay.ops.length - replay.events.length;
-  log();
-  log("2. find_matches latency during the replay (WASM, findMatchesByHashes incl. BigInt→memory copy and result objects)");
-  const cycles = args.quick ? 2 : 4;
-  const lat = new Float64Array(matchOps * (cycles - 1));
-  const blocksOf = new Float64Array(matchOps * (cycles - 1));
-  let li = 0;
-  for (let c = 0; c < cycles; c++) {
-    for (const op of replay.ops) {
-      if (op.kind === "match") {
-        const t0 = now();
-        const r = hooks.findMatchesByHashes(idx, op.seq);
-        const dt = now() - t0;
-        consume(r.matches.length);
-        if (c > 0) {
-          blocksOf[li] = op.seq.length;
-          lat[li++] = dt * 1e6;
-        }
-      } else if (op.kind === "stored") hooks.stored(idx, names[op.worker]!, 0, op.parent, op.blocks);
-      else hooks.removed(idx, names[op.worker]!, 0, op.hashes);
-    }
-  }
-  let emptyTimer = Infinity;
-  for (let i = 0; i < 10_000; i++) {
-    const t0 = now();
-    emptyTimer = Math.min(emptyTimer, (now() - t0) * 1e6);
-  }
-  const sortedLat = Float64Array.from(lat).sort();
-  const fm = {
-    samples: lat.length, p50Ns: percentile(sortedLat, 50, true), p90Ns: percentile(sortedLat, 90, true), p99Ns: percentile(sortedLat, 99, true),
-    maxNs: sortedLat[sortedLat.length - 1]!, meanQueryBlocks: blocksOf.reduce((x, y) => x + y, 0) / Math.max(1, blocksOf.length),
-    timerFloorNs: emptyTimer,
-    p50NsPerBlock: percentile(lat.map((x, i) => x / Math.max(1, blocksOf[i]!)), 50),
-  };
-  log(`  ${fm.samples} calls (${cycles - 1} cycles after one warm-up; mean query ${fm.meanQueryBlocks.toFixed(0)} blocks): ` +
-    `p50 ${fmtNs(fm.p50Ns)}, p90 ${fmtNs(fm.p90Ns)}, p99 ${fmtNs(fm.p99Ns)}, max ${fmtNs(fm.maxNs)}; p50 per query block ${fmtNs(fm.p50NsPerBlock)} (timer floor ${fmtNs(fm.timerFloorNs)})`);
-  results.findMatchesLatency = fm;
-  return fm;
 }

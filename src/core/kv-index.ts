@@ -81,13 +81,18 @@ export class KvIndex {
       this.#views();
       return fn(this.#core);
     } catch (e) {
-      if (!(e instanceof WebAssembly.RuntimeError) && !(e instanceof Error && e.message.startsWith("abort:"))) throw e;
-      this.generation++;
-      const err = new WasmTrapError(`WASM core trapped in ${what}: ${(e as Error).message}; index rebuilt empty`, this.generation, e);
-      this.#boot();
-      this.onReset?.(err);
-      throw err;
+      throw this.#trapped(what, e);
     }
+  }
+
+  /** What a failed core call throws: a trap rebuilds the instance (WasmTrapError); anything else passes unchanged. */
+  #trapped(what: string, e: unknown): unknown {
+    if (!(e instanceof WebAssembly.RuntimeError) && !(e instanceof Error && e.message.startsWith("abort:"))) return e;
+    this.generation++;
+    const err = new WasmTrapError(`WASM core trapped in ${what}: ${(e as Error).message}; index rebuilt empty`, this.generation, e);
+    this.#boot();
+    this.onReset?.(err);
+    return err;
   }
 
   #hashBytes(bytes: Uint8Array, seed: bigint): bigint {
@@ -137,8 +142,8 @@ export class KvIndex {
 
   #hashCall(c: CoreExports, tokens: ArrayLike<number>, opts: HashOptions, fn: "hash_prompt" | "route"): number {
     const nMm = this.#loadPrompt(c, tokens, opts);
-    const [lo, hi] = this.#seeds.parts(opts.lora, opts.namespace);
-    const r = c[fn](tokens.length, opts.blockSize, lo, hi, opts.eagle ? 1 : 0, nMm);
+    const parts = this.#seeds.parts(opts.lora, opts.namespace);
+    const r = c[fn](tokens.length, opts.blockSize, parts[0], parts[1], opts.eagle ? 1 : 0, nMm);
     if (r < 0) throw statusError(r, fn);
     return r;
   }
@@ -157,7 +162,33 @@ export class KvIndex {
    * `matches` before the next call. `lastBlocks` tells the prompt's block count.
    */
   route(tokens: ArrayLike<number>, opts: HashOptions): number {
-    return this.#guard("route", (c) => this.#hashCall(c, tokens, opts, "route"));
+    // The guard is written out here and in matchSequenceWords: no closure per request (the match path allocates nothing).
+    try {
+      this.#views();
+      return this.#hashCall(this.#core, tokens, opts, "route");
+    } catch (e) {
+      throw this.#trapped("route", e);
+    }
+  }
+
+  /**
+   * Hot path for hashes computed elsewhere (a replica's decision, an embedder's own hashing): matches the sequence
+   * hashes given as (lo, hi) u32 pairs, the form `lastSequenceWordsInto` returns, with no BigInt and no allocation.
+   * Returns how many slots matched; read them through `matches` before the next call.
+   */
+  matchSequenceWords(words: Uint32Array): number {
+    try {
+      this.#views();
+      const c = this.#core;
+      const n = words.length >>> 1;
+      if (n > c.blocks_cap()) this.#growPrompt(c, n);
+      this.#u32.set(words.length === 2 * n ? words : words.subarray(0, 2 * n), c.seq_ptr() >>> 2);
+      const r = c.find_matches(n);
+      if (r < 0) throw statusError(r, "find_matches");
+      return r;
+    } catch (e) {
+      throw this.#trapped("find_matches", e);
+    }
   }
 
   /**
