@@ -39,6 +39,23 @@ function scopeLabels(scope: HitScope, source: "predicted" | "reported"): Record<
   return { model: scope.model ?? "", adapter: scope.adapter ?? "", source };
 }
 
+/** The figures of an OpenAI usage object kvgate reads (prompt_tokens > 0; the others only when numbers). */
+export interface ReportedUsage {
+  prompt: number;
+  cached?: number;
+  completion?: number;
+}
+
+export function readUsage(u: unknown): ReportedUsage | undefined {
+  if (u === null || typeof u !== "object") return undefined;
+  const { prompt_tokens: prompt, prompt_tokens_details: d, completion_tokens: completion } = u as {
+    prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens?: unknown;
+  };
+  if (typeof prompt !== "number" || prompt <= 0) return undefined;
+  const cached = d?.cached_tokens;
+  return { prompt, cached: typeof cached === "number" ? cached : undefined, completion: typeof completion === "number" ? completion : undefined };
+}
+
 export class GatewayMetrics {
   readonly registry = new MetricsRegistry();
   readonly requests = this.registry.counter("kvgate_requests_total", "Requests answered, by endpoint and HTTP status");
@@ -120,13 +137,12 @@ export class GatewayMetrics {
   }
 
   /** Records a worker's reported usage (the actual cache hit next to the predicted one). */
-  usage(u: unknown, scope?: HitScope): void {
-    if (u === null || typeof u !== "object") return;
-    const { prompt_tokens: prompt, prompt_tokens_details: d } = u as { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
-    if (typeof prompt !== "number" || prompt <= 0) return;
+  usage(u: unknown, scope?: HitScope): ReportedUsage | undefined {
+    const r = readUsage(u);
+    if (!r) return undefined;
+    const { prompt, cached } = r;
     this.promptTokens.inc(undefined, prompt);
-    const cached = d?.cached_tokens;
-    if (typeof cached === "number") {
+    if (cached !== undefined) {
       this.cachedTokens.inc(undefined, cached);
       this.actualHit.observe(undefined, Math.min(1, cached / prompt));
       this.timeline.reported(prompt, cached);
@@ -136,6 +152,7 @@ export class GatewayMetrics {
         this.scopeCached.inc(l, Math.min(prompt, cached));
       }
     }
+    return r;
   }
 
   /** A stream's first generated token forwarded, `seconds` after the request arrived. */

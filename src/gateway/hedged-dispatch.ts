@@ -43,10 +43,10 @@ function withFirst(f: First): Dispatched {
   return { ...f.d, attempt: { res, abort: f.d.attempt.abort } };
 }
 
-/** Frees what a losing attempt holds: its upstream request and its booking. */
+/** Frees what a losing attempt holds: its upstream request and its booking (a body being read is its reader's to cancel). */
 function drop(d: Dispatched): void {
   d.attempt.abort.abort();
-  void d.attempt.res.body?.cancel().catch(() => {});
+  if (d.attempt.res.body && !d.attempt.res.body.locked) void d.attempt.res.body.cancel().catch(() => {});
   d.handle.cancel();
 }
 
@@ -112,17 +112,15 @@ export async function hedgedDispatch(gw: GatewayState, ex: Exchange, policy: Hed
   }
   const second = readFirst(copy);
   // The first attempt to produce a chunk wins; one that ends or fails without output leaves the race to the other.
-  const tagged = (p: Promise<First>, who: "primary" | "copy") => p.then((f) => ({ f, who }));
-  const a = await Promise.race([tagged(first, "primary"), tagged(second, "copy")]);
+  const p = first.then((f) => ({ f, who: "primary" as const })), c = second.then((f) => ({ f, who: "copy" as const }));
+  const a = await Promise.race([p, c]);
   let winner = a;
   if (a.f.chunk === undefined) {
-    winner = a.who === "primary" ? await tagged(second, "copy") : await tagged(first, "primary");
-    if (winner.f.chunk === undefined) winner = a;
+    const b = await (a.who === "primary" ? c : p);
+    if (b.f.chunk !== undefined) winner = b;
   }
   // The loser goes at once, whether or not it has produced anything: its booking must not outlive the race.
-  const loserD = winner.who === "primary" ? copy : primary;
-  loserD.attempt.abort.abort();
-  loserD.handle.cancel();
+  drop(winner.who === "primary" ? copy : primary);
   void (winner.who === "primary" ? second : first).then((f) => f.reader.cancel().catch(() => {}));
   if (winner.who === "copy") policy.hedgeWon();
   policy.observeTtft(ex.tokens.length, gw.fineNow() - start);

@@ -33,7 +33,6 @@ export interface DistrustInfo {
 
 export class ClosedLoop {
   readonly monitor: PredictionMonitor;
-  #distrusted = 0;
 
   /**
    * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each KV-event
@@ -42,11 +41,6 @@ export class ClosedLoop {
   constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
     config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly onDistrust?: (info: DistrustInfo) => void) {
     this.monitor = new PredictionMonitor(config);
-  }
-
-  /** Ranks flagged and cleared since start. */
-  get distrusted(): number {
-    return this.#distrusted;
   }
 
   report(u: UsageReport): void {
@@ -63,7 +57,6 @@ export class ClosedLoop {
     this.index.withCore("clear_slot", (c) => c.clear_slot(rank.slot));
     this.monitor.reset(u.worker, u.dpRank);
     this.trust[rank.slot] = 1;
-    this.#distrusted++;
     this.onDistrust?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
   }
 
