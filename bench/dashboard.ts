@@ -12,12 +12,12 @@
  * Flags: --concurrency N (16)  --seconds S (2)  --rounds N (10)  --max-tokens N (8)  --poll-ms N (2000)  --speedup X (1000)
  *        --no-browser
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { percentile, table, writeResults } from "./harness.ts";
+import { launch, stop, type Proc } from "./processes.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const MODEL = "bench-model";
@@ -54,34 +54,6 @@ function parseArgs(argv: string[]): Args {
     }
   }
   return a;
-}
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-}
-
-function launch(args: string[], pattern: RegExp): Promise<Proc> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const onData = (b: Buffer): void => {
-      out += b.toString();
-      const m = out.match(pattern);
-      if (m) resolve({ child, url: m[1]! });
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited (${code}) before listening:\n${out}`)));
-  });
-}
-
-function stop(p: Proc): void {
-  try {
-    process.kill(-p.child.pid!, "SIGKILL");
-  } catch {
-    // gone already
-  }
 }
 
 const SYSTEM = ["You plan freight routes across Europe. ", "You summarise clinical trial reports. ", "You answer questions about a storage engine. ", "You write release notes. "];
@@ -174,11 +146,11 @@ export async function main(argv: string[]): Promise<void> {
   let browser: { close(): Promise<void>; newPage(): Promise<import("playwright-core").Page> } | undefined;
   let profile = "";
   try {
-    const gw = await launch(["--import", "tsx", "src/adapter/node/serve.ts", "--port", "0", "--host", "127.0.0.1", "--log", "warn", "--sim-workers", "0", "--admin-token", TOKEN],
+    const gw = await launch(process.execPath, ["--import", "tsx", "src/adapter/node/serve.ts", "--port", "0", "--host", "127.0.0.1", "--log", "warn", "--sim-workers", "0", "--admin-token", TOKEN],
       /kvgate listening on (http:\/\/\S+)/);
     procs.push(gw);
     for (const id of ["sim-a", "sim-b"]) {
-      const sim = await launch([join(ROOT, "src/adapter/node/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", id, "--speedup", String(a.speedup),
+      const sim = await launch(process.execPath, [join(ROOT, "src/adapter/node/kvgate.mjs"), "sim", "--port", "0", "--model", MODEL, "--worker-id", id, "--speedup", String(a.speedup),
         "--max-model-len", "8192", "--num-gpu-blocks", "65536", "--max-num-seqs", "512", "--events-url", `${gw.url}/admin/kv-events`, "--events-token", TOKEN],
       /serving \S+ at (http:\/\/\S+?)[,\s]/);
       procs.push(sim);

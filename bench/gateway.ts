@@ -17,10 +17,10 @@
  *        --max-tokens N (16)  --sizes 1024,8192  --runtimes node,bun  --speedup X (sim step-time divisor, 1000)
  *        --no-proxy (skip the reference proxies)
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { percentile, table, writeResults } from "./harness.ts";
+import { launch, stop, type Proc } from "./processes.ts";
 
 interface Args {
   requests: number;
@@ -66,36 +66,6 @@ function parseArgs(argv: string[]): Args {
     }
   }
   return a;
-}
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-}
-
-/** Spawns a process in its own group and resolves with the URL it prints. */
-function launch(cmd: string, args: string[], pattern: RegExp): Promise<Proc> {
-  const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const onData = (b: Buffer): void => {
-      out += b.toString();
-      const m = out.match(pattern);
-      if (m) resolve({ child, url: m[1]! });
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`${cmd} exited (${code}) before listening:\n${out}`)));
-  });
-}
-
-function stop(p: Proc | undefined): void {
-  if (!p) return;
-  try {
-    process.kill(-p.child.pid!, "SIGKILL");
-  } catch {
-    // gone already
-  }
 }
 
 /** About `tokens` sim tokens (four UTF-8 bytes each) of text; `seed` makes it unique. */
