@@ -9,7 +9,8 @@ import type { PolicyRun } from "./policy-run.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import type { ReplayPolicy } from "./replay-policies.ts";
 import type { ReplayRequest } from "./replay-request.ts";
-import { engineClock, runSchedule } from "./schedule.ts";
+import { runRequests } from "./request-run.ts";
+import { engineClock } from "./schedule.ts";
 import { promptTokens } from "./synthetic-tokens.ts";
 
 export interface GatewayRunInput {
@@ -40,16 +41,10 @@ export async function runThroughGateways(input: GatewayRunInput): Promise<Gatewa
   const clock = engineClock(input.host.wall, input.engineSpeedup);
   const front = new GatewayFront({ urls: input.gateways, now: () => input.host.wall.now(), downForMs: input.downForMs ?? 1_000 });
   const runStart = clock.now();
-  const records: CompletionRecord[] = [];
-  const gaps: number[] = [];
-  const pending: Promise<void>[] = [];
-  let errors = 0;
-  const total = input.requests.length;
-  const progress = (): void => input.onProgress?.({ sent: pending.length, done: records.length, errors, total });
   const prefix = input.idPrefix ?? "gw";
 
   /** Sends on the next gateway; a refused connection moves the request to the next one (each gateway tried once). */
-  const send = async (req: ReplayRequest): Promise<CompletionRecord> => {
+  const send = async (req: ReplayRequest, onGap: (ms: number) => void): Promise<CompletionRecord> => {
     const first = clock.now();
     let rec: CompletionRecord | undefined;
     for (let attempt = 0; attempt < front.urls.length; attempt++) {
@@ -57,7 +52,7 @@ export async function runThroughGateways(input: GatewayRunInput): Promise<Gatewa
       const started = clock.now();
       rec = await sendCompletion({
         url: front.urls[g]!, model: input.model, index: req.index, requestId: `${prefix}-${req.index}`, tokens: promptTokens(req),
-        maxTokens: Math.max(1, req.outputLength), now: clock.now, runStart, fetch: input.host.fetch, onGap: (x) => gaps.push(x),
+        maxTokens: Math.max(1, req.outputLength), now: clock.now, runStart, fetch: input.host.fetch, onGap,
       });
       rec.gateway = front.urls[g]!;
       // Times count from the first attempt: the client waited through the refusals too.
@@ -71,21 +66,11 @@ export async function runThroughGateways(input: GatewayRunInput): Promise<Gatewa
     return rec!;
   };
 
-  const schedule = await runSchedule(input.requests, {
-    divisor: input.traceSpeedup, clock,
-    send: (req) => {
-      input.onSent?.(req.index, clock.now() - runStart);
-      pending.push(send(req).then((rec) => {
-        records.push(rec);
-        if (rec.error) errors++;
-        progress();
-      }));
-      progress();
-    },
+  const { records, gaps, schedule } = await runRequests({
+    requests: input.requests, divisor: input.traceSpeedup, clock, onProgress: input.onProgress, send,
+    beforeSend: (req) => input.onSent?.(req.index, clock.now() - runStart),
   });
-  await Promise.all(pending);
-  records.sort((a, b) => a.sentAt - b.sentAt || a.index - b.index);
   const workers = [...new Set(records.map((r) => r.worker).filter((w): w is string => !!w))].sort();
   const log = front.urls.flatMap((u, i) => (front.refused[i]! > 0 ? [`gateway ${u} refused ${front.refused[i]} connections (those requests went to the next gateway)`] : []));
-  return { policy: input.policy, workers, records, gaps: Float64Array.from(gaps), load: [], schedule, log, refused: front.refused };
+  return { policy: input.policy, workers, records, gaps, load: [], schedule, log, refused: front.refused };
 }

@@ -14,7 +14,8 @@ import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
 import { engineBlocks, FaultSchedule, type ReplayFault } from "./replay-faults.ts";
 import type { ReplayRequest } from "./replay-request.ts";
-import { engineClock, runSchedule, type ScheduleReport } from "./schedule.ts";
+import { runRequests } from "./request-run.ts";
+import { engineClock, type ScheduleReport } from "./schedule.ts";
 import { promptTokens } from "./synthetic-tokens.ts";
 
 export interface FleetConfig {
@@ -139,40 +140,25 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
         await gateway.tick();
       }
     })();
-    const records: CompletionRecord[] = [];
-    const gaps: number[] = [];
-    const pending: Promise<void>[] = [];
-    let errors = 0;
-    const total = input.requests.length;
-    const progress = (): void => input.onProgress?.({ sent: pending.length, done: records.length, errors, total });
     const faultRuns: Promise<void>[] = [];
     const faults = new FaultSchedule(input.faults ?? [], async (w) => {
       const res = await host.fetch(`${sims.urls[w]}/sim/fault/lose_cache`, { method: "POST" });
       const body = await res.text();
       if (log.length < 20) log.push(`fault: w${w} lost its cache silently (${body})`);
     });
-    const schedule = await runSchedule(input.requests, {
-      divisor: input.traceSpeedup, clock,
-      send: (req) => {
-        pending.push(sendCompletion({
-          url: front.url, model: fleet.model, index: req.index, requestId: `${policy}-${req.index}`, tokens: promptTokens(req),
-          maxTokens: Math.max(1, req.outputLength), now: clock.now, runStart, fetch: host.fetch, onGap: (g) => gaps.push(g),
-        }).then((rec) => {
-          records.push(rec);
-          if (rec.error) errors++;
-          progress();
-        }));
-        faultRuns.push(...faults.sent(pending.length, total));
-        progress();
-      },
+    const { records, gaps, schedule } = await runRequests({
+      requests: input.requests, divisor: input.traceSpeedup, clock, onProgress: input.onProgress,
+      send: (req, onGap) => sendCompletion({
+        url: front.url, model: fleet.model, index: req.index, requestId: `${policy}-${req.index}`, tokens: promptTokens(req),
+        maxTokens: Math.max(1, req.outputLength), now: clock.now, runStart, fetch: host.fetch, onGap,
+      }),
+      afterSend: (sent, total) => void faultRuns.push(...faults.sent(sent, total)),
     });
-    await Promise.all(pending);
     await Promise.all(faultRuns);
     ticking = false;
     const load = await sampler.stop();
     await ticker;
-    records.sort((a, b) => a.sentAt - b.sentAt || a.index - b.index);
-    return { policy, workers, records, gaps: Float64Array.from(gaps), load, schedule, events, log };
+    return { policy, workers, records, gaps, load, schedule, events, log };
   } finally {
     await Promise.all(servers.map((s) => s.close()));
     // Writes the decision log's last lines.
