@@ -47,7 +47,9 @@ describe.skipIf(natsServerPath === undefined)("killing one of three replicas", (
 
   it("fails only its in-flight requests, loses its bookings within the expiry, and comes back warm", async () => {
     const all = conversations({ conversations: 6, turns: 16, gapMs: 40, systemTokens: 256, turnTokens: 96, outputTokens: 48 });
-    const first = all.slice(0, 60), later = all.slice(60).map((r, i) => ({ ...r, at: i * 40 }));
+    // After the restart the turns come 3× further apart: a fresh process applies its peers' KV events more slowly
+    // while it warms up, and a turn that outruns the previous one's events measures propagation, not the index.
+    const first = all.slice(0, 60), later = all.slice(60).map((r, i) => ({ ...r, at: i * 120 }));
     const urls = replicas.map((r) => r.url);
     const victim = replicas[2]!;
     // killAt: SIGKILL sent; deadAt: the process is gone (a request it accepted in between is in flight on it too).
