@@ -15,7 +15,7 @@ import { attachDirectSource, type ChunkSink } from "./direct-source.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import { recordUsage } from "./usage-feedback.ts";
 import { concat, DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
-import { clientHeaders, describe, UpstreamFailure } from "./upstream.ts";
+import { clientHeaders, describe, stopAttempt, UpstreamFailure } from "./upstream.ts";
 
 export class SseRelay {
   #cur: Dispatched;
@@ -290,10 +290,10 @@ export class SseRelay {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch();
-    this.#cur.attempt.abort.abort();
-    void this.#reader.cancel().catch(() => {});
+    // The booking goes back first, so nothing the stop below does can keep it.
     this.#cur.handle.cancel();
     this.gw.metrics.cancellations.inc();
     this.ex.trace.end(499, "the client went away");
+    stopAttempt(this.#cur.attempt, this.#reader);
   }
 }

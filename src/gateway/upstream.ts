@@ -83,6 +83,23 @@ export interface Attempt {
 }
 
 /**
+ * Stops an attempt: aborts its request and cancels the body reader. Never throws: workerd's internal streams
+ * can throw synchronously from cancel() (a read pending on them), and a stop runs inside cleanup that must go on.
+ */
+export function stopAttempt(attempt: Attempt, reader: ReadableStreamDefaultReader<Uint8Array> | undefined): void {
+  try {
+    attempt.abort.abort();
+  } catch {
+    // The attempt is over either way.
+  }
+  try {
+    if (reader) void reader.cancel().catch(() => {});
+  } catch {
+    // As above: the body is abandoned with its request.
+  }
+}
+
+/**
  * POSTs `body` to `url`. Resolves once the worker's headers arrive with any status; rejects with an
  * UpstreamFailure on a network error or when no headers came within `timeoutMs`, or with the client's
  * cancellation (a KvgateError 499) when the client went away first.

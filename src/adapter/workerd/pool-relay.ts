@@ -8,7 +8,7 @@
 import { KvgateError } from "../../core/errors.ts";
 import { SseSplitter } from "../../gateway/sse-splitter.ts";
 import { concat, errorEvents, inspectEvent } from "../../gateway/stream-events.ts";
-import { clientHeaders, describe, type Attempt } from "../../gateway/upstream.ts";
+import { clientHeaders, describe, stopAttempt, type Attempt } from "../../gateway/upstream.ts";
 import type { Report } from "./pool-client.ts";
 
 export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: boolean, report: (what: Report, body?: Record<string, unknown>) => void,
@@ -99,9 +99,8 @@ export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: b
   function gone(): void {
     if (closed) return;
     closed = true;
-    attempt.abort.abort();
-    void reader.cancel().catch(() => {});
     end("cancel");
+    stopAttempt(attempt, reader);
   }
   client.addEventListener("abort", gone, { once: true });
   const headers = clientHeaders(attempt.res.headers);
