@@ -1,6 +1,8 @@
 /**
  * @module The bookings other router replicas hold, per peer, summed per (worker, rank) into the remote load the router
  * adds to its own; a peer that stops heartbeating loses them all. Bounded: at most maxPerPeer bookings per peer.
+ * A booking that came with its prompt's hashes joins the rank's in-flight prompts instead of the block sum, so
+ * prefixes it shares with local (or other remote) prompts are counted once, as a single router counts them.
  */
 import type { RemoteLoad } from "../routing/rank-load.ts";
 import type { BookingTuple } from "./sync-messages.ts";
@@ -10,7 +12,14 @@ interface RemoteBooking {
   dpRank: number;
   prefillTokens: number;
   blocks: number;
+  /** The prompt's sequence hashes, when the peer shared them. */
+  keys?: Uint32Array;
+  /** The keys are among the rank's in-flight prompts (so `blocks` is not in the remote sum). */
+  joined?: boolean;
 }
+
+/** Adds (`add`) or removes a remote prompt on a rank's in-flight prompts; false when the rank cannot take it. */
+export type RemotePrompts = (worker: string, dpRank: number, keys: Uint32Array, blocks: number, add: boolean) => boolean;
 
 interface Peer {
   lastSeen: number;
@@ -27,7 +36,7 @@ export class RemoteBookings {
   refused = 0;
 
   constructor(private readonly apply: (worker: string, dpRank: number, load: RemoteLoad) => void, private readonly maxPerPeer: number,
-    private readonly maxPeers = 256) {}
+    private readonly maxPeers = 256, private readonly prompts?: RemotePrompts) {}
 
   get size(): number {
     return this.#size;
@@ -57,9 +66,11 @@ export class RemoteBookings {
       this.refused++;
       return false;
     }
-    p.bookings.set(id, { ...b });
+    const own: RemoteBooking = { ...b };
+    if (own.keys && own.blocks > 0 && this.prompts) own.joined = this.prompts(own.worker, own.dpRank, own.keys, own.blocks, true);
+    p.bookings.set(id, own);
     this.#size++;
-    this.#add(b, 1);
+    this.#add(own, 1);
     return true;
   }
 
@@ -77,6 +88,7 @@ export class RemoteBookings {
     if (!p || !b) return false;
     p.bookings.delete(id);
     this.#size--;
+    if (b.joined) this.prompts!(b.worker, b.dpRank, b.keys!, b.blocks, false);
     this.#add(b, -1);
     return true;
   }
@@ -113,7 +125,7 @@ export class RemoteBookings {
     if (!t) this.#totals.set(k, (t = { worker: b.worker, dpRank: b.dpRank, requests: 0, prefillTokens: 0, blocks: 0 }));
     t.requests += sign;
     t.prefillTokens += prefill;
-    t.blocks += sign * b.blocks;
+    if (!b.joined) t.blocks += sign * b.blocks;
     this.apply(t.worker, t.dpRank, { requests: t.requests, prefillTokens: t.prefillTokens, blocks: t.blocks });
     if (t.requests === 0) this.#totals.delete(k);
   }

@@ -11,9 +11,12 @@ import { RemoteBookings } from "./remote-bookings.ts";
 import type { SyncBus, SyncMessage } from "./sync-bus.ts";
 import type { ReplicaState } from "./replica-state.ts";
 import {
-  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, encodeBooking, EVENTS_PREFIX, HEADER_BOOT, HEADER_RANK, HEADER_REPLICA, HEADER_RESTART, HEADER_SEQ, HEADER_WORKER,
+  BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, decodeHashes, encodeBooking, encodeHashes, EVENTS_PREFIX, HEADER_BOOT, HEADER_RANK, HEADER_REPLICA, HEADER_RESTART, HEADER_SEQ, HEADER_WORKER,
   subjectToken, type BookingMessage, type BookingTuple,
 } from "./sync-messages.ts";
+
+/** Prompts longer than this (in blocks, 8 bytes each) are booked at peers by count only: a bound on message size. */
+const MAX_SHARED_BLOCKS = 4096;
 
 export interface ReplicaSyncOptions {
   replicaId: string;
@@ -79,7 +82,8 @@ export class ReplicaSync {
     this.#lag = reg.gauge("kvgate_sync_lag_seconds", "Age of the last shared KV-event batch this replica read, from the stream's store time (NATS server clock)");
     this.#connected.set(undefined, 0);
     this.#remoteGauge.set(undefined, 0);
-    this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer);
+    this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer, undefined,
+      (w, dp, keys, n, add) => deps.router.remotePrompt(w, dp, keys, n, add));
     deps.bus.onStatus((up) => {
       this.#connected.set(undefined, up ? 1 : 0);
       if (up) this.#beat(deps.now());
@@ -104,10 +108,12 @@ export class ReplicaSync {
 
   // ---- this replica's state, published ---------------------------------------------------------------------
 
-  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string }): void {
+  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string; keys?: Uint32Array }): void {
     this.state?.booked(b);
     if (this.#own.size < this.#o.maxBookingsPerPeer) this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks });
-    this.#sendBooking({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks });
+    // The hashes let peers count shared prefixes once (remote-bookings.ts); a huge prompt goes as a plain count.
+    const h = b.keys && b.blocks > 0 && b.blocks <= MAX_SHARED_BLOCKS ? encodeHashes(b.keys, b.blocks) : undefined;
+    this.#sendBooking({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks, ...(h ? { h } : {}) });
   }
 
   prefillDone(b: { bookingId: number }): void {
@@ -218,7 +224,14 @@ export class ReplicaSync {
     if (msg.r === this.#o.replicaId || m.subject !== `${BOOKINGS_PREFIX}.${msg.r}`) return;
     const now = this.#d.now();
     const rb = this.remote;
-    const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b }, now)
+    let keys: Uint32Array | undefined;
+    try {
+      keys = msg.k === "book" && msg.h !== undefined ? decodeHashes(msg.h, msg.b) : undefined;
+    } catch {
+      this.#applied.inc({ kind: "invalid" });
+      return;
+    }
+    const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b, keys }, now)
       : msg.k === "prefill" ? (rb.heard(msg.r, now), rb.prefillDone(msg.r, msg.id))
       : msg.k === "free" ? (rb.heard(msg.r, now), rb.free(msg.r, msg.id))
       : (rb.replace(msg.r, msg.list, now), true);

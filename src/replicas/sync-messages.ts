@@ -29,7 +29,8 @@ export function validReplicaId(id: string): boolean {
 export type BookingTuple = [number, string, number, number, number];
 
 export type BookingMessage =
-  | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number }
+  /** `h`: the prompt's `b` sequence hashes, base64 of little-endian (lo, hi) u32 pairs; absent when not shared. */
+  | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number; h?: string }
   | { k: "prefill"; r: string; id: number }
   | { k: "free"; r: string; id: number }
   | { k: "hb"; r: string; list: BookingTuple[] };
@@ -66,7 +67,9 @@ export function decodeBooking(data: Uint8Array): BookingMessage {
   switch (m.k) {
     case "book":
       if (!isCount(m.id) || !isName(m.w) || !isCount(m.dp) || !isCount(m.p) || !isCount(m.b)) bad("bad book");
-      return { k: "book", r, id: m.id as number, w: m.w as string, dp: m.dp as number, p: m.p as number, b: m.b as number };
+      // Base64 of b pairs of u32 is ceil(8b / 3) × 4 characters; anything else is not this booking's hashes.
+      if (m.h !== undefined && (typeof m.h !== "string" || m.h.length !== 4 * Math.ceil((8 * (m.b as number)) / 3) || !/^[A-Za-z0-9+/]*={0,2}$/.test(m.h))) bad("bad hashes");
+      return { k: "book", r, id: m.id as number, w: m.w as string, dp: m.dp as number, p: m.p as number, b: m.b as number, ...(m.h !== undefined ? { h: m.h as string } : {}) };
     case "prefill":
     case "free":
       if (!isCount(m.id)) bad(`bad ${m.k}`);
@@ -77,4 +80,27 @@ export function decodeBooking(data: Uint8Array): BookingMessage {
     default:
       return bad(`unknown kind ${JSON.stringify(m.k)}`);
   }
+}
+
+/** `blocks` (lo, hi) u32 pairs of `words` as base64 (btoa: on every runtime). */
+export function encodeHashes(words: Uint32Array, blocks: number): string {
+  const bytes = new Uint8Array(words.buffer, words.byteOffset, 8 * blocks);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x4000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x4000));
+  return btoa(bin);
+}
+
+/** The inverse of encodeHashes: a fresh array of 2 × blocks words. Throws KVGATE_ERR_SYNC_MESSAGE on a bad length. */
+export function decodeHashes(h: string, blocks: number): Uint32Array {
+  let bin: string;
+  try {
+    bin = atob(h);
+  } catch {
+    return bad("hashes are not base64");
+  }
+  if (bin.length !== 8 * blocks) bad("hashes do not match the block count");
+  const words = new Uint32Array(2 * blocks);
+  const bytes = new Uint8Array(words.buffer);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return words;
 }

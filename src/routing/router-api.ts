@@ -24,7 +24,8 @@ export interface FreedInfo {
 /** Hooks for metrics and tests; called synchronously, must not throw. */
 export interface RouterObserver {
   routed?(signals: RouteSignals): void;
-  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string }): void;
+  /** `keys`: the prompt's sequence hashes as (lo, hi) u32 pairs, `blocks` of them, valid only during the call. */
+  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string; keys?: Uint32Array }): void;
   /** The booking's first token: its prefill stopped loading the worker. */
   prefillDone?(info: { bookingId: number; worker: string; dpRank: number }): void;
   freed?(info: FreedInfo): void;

@@ -47,7 +47,7 @@ export class Router {
       onRouted: (s) => this.#observer?.routed?.(s),
       onBooked: (b) => this.#observer?.booked?.({
         bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks,
-        sessionId: b.sessionId,
+        sessionId: b.sessionId, keys: b.keys,
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
@@ -110,6 +110,19 @@ export class Router {
     if (!r) return;
     r.load.remote = { ...load };
     this.#core.drain();
+  }
+
+  /**
+   * Another replica's booking with its prompt's sequence hashes joins (`add`) or leaves this rank's in-flight prompts,
+   * so its blocks are counted once beside local prompts that share them. False when the rank is unknown here, or the
+   * prompt to remove is not among them (the worker was re-added meanwhile): the caller counts the blocks plainly.
+   */
+  remotePrompt(id: string, dpRank: number, keys: Uint32Array, blocks: number, add: boolean): boolean {
+    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    if (!r || !r.load.assumeKvReuse) return false;
+    if (add) r.load.prompts.add(keys, blocks);
+    else if (!r.load.prompts.remove(keys, blocks)) return false;
+    return true;
   }
 
   /** Stops new requests to the worker; its in-flight bookings run to completion. */

@@ -2,7 +2,19 @@
 import { describe, expect, it } from "vitest";
 import type { RemoteLoad } from "../../src/routing/rank-load.ts";
 import { RemoteBookings } from "../../src/replicas/remote-bookings.ts";
-import { decodeBooking, encodeBooking, subjectToken } from "../../src/replicas/sync-messages.ts";
+import { ActivePrompts } from "../../src/routing/active-prompts.ts";
+import { decodeBooking, decodeHashes, encodeBooking, encodeHashes, subjectToken } from "../../src/replicas/sync-messages.ts";
+
+/** `n` chained-looking sequence hashes: the first `shared` from one prompt family, the rest from `tag`. */
+function keys(n: number, shared: number, tag: number): Uint32Array {
+  const k = new Uint32Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const fam = i < shared ? 1 : tag;
+    k[2 * i] = (fam * 7919 + i * 104_729) >>> 0;
+    k[2 * i + 1] = fam;
+  }
+  return k;
+}
 
 function table(maxPerPeer = 3) {
   const loads = new Map<string, RemoteLoad>();
@@ -50,5 +62,45 @@ describe("remote bookings", () => {
       expect(() => decodeBooking(new TextEncoder().encode(bad))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
     }
     expect(subjectToken("10.0.0.5:8000")).toBe("10~2e0~2e0~2e5~3a8000");
+  });
+
+  it("should count a shared prompt's blocks once beside local prompts, and by the plain sum when it came without hashes", () => {
+    const prompts = new ActivePrompts();
+    const loads = new Map<string, RemoteLoad>();
+    const rb = new RemoteBookings((w, dp, l) => loads.set(`${w}/${dp}`, l), 10, 256, (w, _dp, k, n, add) => {
+      if (w !== "w1") return false;
+      if (add) prompts.add(k, n);
+      else prompts.remove(k, n);
+      return true;
+    });
+    prompts.add(keys(10, 6, 2), 10); // a local prompt: 6 shared blocks and 4 of its own
+    // A peer's prompt with the same 6-block prefix and 2 more: only its 2 blocks are new here.
+    const wire = decodeBooking(encodeBooking({ k: "book", r: "a", id: 1, w: "w1", dp: 0, p: 128, b: 8, h: encodeHashes(keys(8, 6, 3), 8) }));
+    expect(wire.k === "book" && wire.h).toBeTruthy();
+    const h = wire.k === "book" ? decodeHashes(wire.h!, wire.b) : undefined;
+    expect(rb.book("a", 1, { worker: "w1", dpRank: 0, prefillTokens: 128, blocks: 8, keys: h }, 0)).toBe(true);
+    expect(prompts.distinctBlocks).toBe(12);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 128, blocks: 0 });
+    // A rank that cannot take the prompt, and a booking a heartbeat restored without hashes, count plainly.
+    rb.book("a", 2, { worker: "w2", dpRank: 0, prefillTokens: 0, blocks: 5, keys: keys(5, 0, 4) }, 0);
+    rb.replace("a", [[1, "w1", 0, 128, 8], [2, "w2", 0, 0, 5], [3, "w1", 0, 0, 7]], 10);
+    expect(loads.get("w2/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 5 });
+    expect(loads.get("w1/0")).toEqual({ requests: 2, prefillTokens: 128, blocks: 7 });
+    expect(rb.free("a", 1)).toBe(true);
+    expect(prompts.distinctBlocks).toBe(10);
+    expect(prompts.size).toBe(1);
+    rb.expire(1_000, 100);
+    expect(loads.get("w1/0")).toEqual({ requests: 0, prefillTokens: 0, blocks: 0 });
+    expect(prompts.distinctBlocks).toBe(10);
+  });
+
+  it("should refuse hashes that are not the booking's block count or not base64", () => {
+    const good = encodeHashes(keys(3, 0, 5), 3);
+    expect(Array.from(decodeHashes(good, 3))).toEqual(Array.from(keys(3, 0, 5)));
+    for (const h of [encodeHashes(keys(2, 0, 5), 2), good.replace(/^./, "*"), 7]) {
+      const raw = JSON.stringify({ k: "book", r: "a", id: 1, w: "w", dp: 0, p: 0, b: 3, h });
+      expect(() => decodeBooking(new TextEncoder().encode(raw))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
+    }
+    expect(() => decodeHashes(good, 4)).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
   });
 });
