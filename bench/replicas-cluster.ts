@@ -35,6 +35,8 @@ export interface ClusterOptions {
   nats?: string;
   heartbeatMs: number;
   fleet: FleetOptions;
+  /** Per replica, the CPUs it may run on (`taskset -c` lists); unset: anywhere. */
+  cpus?: (i: number) => string | undefined;
 }
 
 export interface Cluster {
@@ -103,7 +105,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     const workers = sims.map((s, i) => ({ id: `w${i}`, url: s.url, totalKvBlocks: o.fleet.numGpuBlocks }));
     const started = await Promise.all(ports.map((port, i) => startReplica({
       id: `r${i}`, port, workers, model: MODEL, blockSize: BLOCK_SIZE, nats: o.sharing === "on" ? o.nats : undefined, sharing: o.sharing,
-      heartbeatMs: o.heartbeatMs, stream: o.stream, extra: ["--max-body-bytes", String(64 << 20)],
+      heartbeatMs: o.heartbeatMs, stream: o.stream, extra: ["--max-body-bytes", String(64 << 20)], cpus: o.cpus?.(i),
     })));
     replicas.push(...started);
     await Promise.all(started.map((r) => warmRouting(r.url)));

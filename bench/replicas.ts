@@ -9,7 +9,9 @@
  *   (d) sharing cost: requests/s through one gateway with sharing on (2 replicas) vs off.
  * `--only a,c` runs some of them (written to replicas-ac.json). Writes bench/results/replicas.json.
  */
-import { loadavg } from "node:os";
+import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpus, loadavg } from "node:os";
 import { sendCompletion } from "../src/replay/completion-client.ts";
 import type { ReplayRequest } from "../src/replay/replay-request.ts";
 import { predictedHitRate } from "../src/replay/replay-results.ts";
@@ -181,15 +183,48 @@ async function outage(p: Plan, nats: NatsServer, work: ReplayRequest[]) {
   }
 }
 
-/** (d) closed-loop requests/s through replica 0, sharing on (2 replicas) vs off (1), alternated. The second replica
- * shares this machine's cores, so on a small machine its CPU is counted against the first. */
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux; NaN elsewhere). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14 and 15 of stat (utime, stime), counted after the command name; clock ticks of 1/100 s on Linux.
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Gives the measured gateway a core of its own where taskset exists and there are 2+ CPUs: this process (and so the
+ * engine processes it starts later) and nats-server move to CPUs 1..n-1. Returns that list, or undefined (no pinning).
+ */
+function pinning(nats: NatsServer): string | undefined {
+  const n = cpus().length;
+  if (n < 2 || process.env.KVGATE_BENCH_NO_PIN) return undefined;
+  const rest = n === 2 ? "1" : `1-${n - 1}`;
+  for (const pid of [process.pid, nats.pid]) {
+    if (pid === undefined || spawnSync("taskset", ["-a", "-c", "-p", rest, String(pid)], { stdio: "ignore" }).status !== 0) return undefined;
+  }
+  return rest;
+}
+
+/**
+ * (d) closed-loop requests/s through replica 0, sharing on (2 replicas) vs off (1), alternated; and the same per CPU
+ * second of replica 0. The second replica, nats-server, the engines and the client share this machine's cores with
+ * replica 0, so the raw rate also charges their CPU to it; the rate per CPU second of the gateway is what sharing
+ * costs the gateway itself (its throughput when it has a core of its own).
+ */
 async function throughput(p: Plan, nats: NatsServer) {
   const fleet: FleetOptions = { engines: 2, numGpuBlocks: 16_384, speedup: 200, maxModelLen: 8192, processes: true };
-  const rounds: { sharing: string; rps: number; errors: number; load: number[] }[] = [];
+  const rounds: { sharing: string; rps: number; rpsPerCpu: number; cpuShare: number; errors: number; load: number[] }[] = [];
+  const pinned = pinning(nats);
+  if (pinned) console.log(`  (d) replica 0 runs alone on CPU 0; this process, the engines, nats-server and replica 1 on CPUs ${pinned}`);
   let n = 0;
   // ABBA order, so a machine whose load drifts during the run does not favour either mode.
   for (const sharing of ["off", "on", "on", "off"] as const) {
-    const cl = await startCluster({ replicas: sharing === "on" ? 2 : 1, sharing, stream: stream("D"), nats: nats.url, heartbeatMs: HEARTBEAT_MS, fleet });
+    const cl = await startCluster({ replicas: sharing === "on" ? 2 : 1, sharing, stream: stream("D"), nats: nats.url, heartbeatMs: HEARTBEAT_MS, fleet,
+      cpus: pinned ? (i) => (i === 0 ? "0" : pinned) : undefined });
     try {
       const url = cl.urls()[0]!;
       const end = performance.now() + p.throughputSeconds * 1000;
@@ -204,16 +239,22 @@ async function throughput(p: Plan, nats: NatsServer) {
           else done++;
         }
       };
-      const t = performance.now();
+      const pid = cl.replicas[0]!.proc.child.pid;
+      const t = performance.now(), cpu0 = cpuSeconds(pid);
       await Promise.all(Array.from({ length: 16 }, (_, k) => worker(k)));
-      rounds.push({ sharing, rps: done / ((performance.now() - t) / 1000), errors, load: load() });
-      console.log(`  (d) sharing ${sharing}: ${rounds[rounds.length - 1]!.rps.toFixed(0)} requests/s through one gateway (${errors} errors)`);
+      const wall = (performance.now() - t) / 1000, cpu = cpuSeconds(pid) - cpu0;
+      rounds.push({ sharing, rps: done / wall, rpsPerCpu: done / cpu, cpuShare: cpu / wall, errors, load: load() });
+      const r = rounds[rounds.length - 1]!;
+      console.log(`  (d) sharing ${sharing}: ${r.rps.toFixed(0)} requests/s through one gateway, ${r.rpsPerCpu.toFixed(0)} per CPU second of it (it used ${(100 * r.cpuShare).toFixed(0)}% of a core; ${errors} errors)`);
     } finally {
       await cl.close();
     }
   }
-  const mean = (s: string) => rounds.filter((r) => r.sharing === s).reduce((a, r) => a + r.rps, 0) / 2;
-  return { rounds, offRps: mean("off"), onRps: mean("on"), ratio: mean("on") / mean("off") };
+  const mean = (s: string, k: "rps" | "rpsPerCpu" = "rps") => rounds.filter((r) => r.sharing === s).reduce((a, r) => a + r[k], 0) / 2;
+  return {
+    rounds, offRps: mean("off"), onRps: mean("on"), ratio: mean("on") / mean("off"),
+    offRpsPerCpu: mean("off", "rpsPerCpu"), onRpsPerCpu: mean("on", "rpsPerCpu"), perCpuRatio: mean("on", "rpsPerCpu") / mean("off", "rpsPerCpu"),
+  };
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -240,7 +281,8 @@ export async function main(args: string[]): Promise<void> {
     if (b) console.log(`(b) kill 1 of 3: failed ${b.failed} of ${b.requests} (in flight on it ${b.inFlightOnKilled}, elsewhere ${b.failedNotInFlight}); bookings released ${b.bookingsReleasedMs.toFixed(0)} ms after the kill ` +
       `(expiry ${b.expiryMs} ms); restarted replica's predicted hit / others' = ${ratio(b.warmRatio)} (target >= 0.8)`);
     if (c) console.log(`(c) NATS outage: failed ${c.failed}; divergence while down ${ratio(c.divergenceWhileDown)}, after ${ratio(c.divergenceAfter)} (0 ${Number.isFinite(c.zeroAfterNatsBackMs) ? `${c.zeroAfterNatsBackMs.toFixed(0)} ms after NATS returned` : "not reached"})`);
-    if (d) console.log(`(d) sharing cost: ${d.onRps.toFixed(0)} vs ${d.offRps.toFixed(0)} requests/s through one gateway, on / off = ${ratio(d.ratio)} (target >= 0.8)`);
+    if (d) console.log(`(d) sharing cost: ${d.onRps.toFixed(0)} vs ${d.offRps.toFixed(0)} requests/s through one gateway, on / off = ${ratio(d.ratio)}; ` +
+      `per CPU second of the gateway ${d.onRpsPerCpu.toFixed(0)} vs ${d.offRpsPerCpu.toFixed(0)}, on / off = ${ratio(d.perCpuRatio)} (target >= 0.8)`);
     const loadAfter = load();
     console.log(`load average before ${loadBefore.join(" ")}, after ${loadAfter.join(" ")}`);
     const file = writeResults(o >= 0 ? `replicas-${[...only].sort().join("")}` : "replicas", {

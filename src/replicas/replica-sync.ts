@@ -12,7 +12,7 @@ import type { SyncBus, SyncMessage } from "./sync-bus.ts";
 import type { ReplicaState } from "./replica-state.ts";
 import {
   BOOKINGS_PREFIX, DECISIONS_PREFIX, decodeBooking, decodeHashes, encodeBooking, encodeHashes, EVENTS_PREFIX, HEADER_BOOT, HEADER_RANK, HEADER_REPLICA, HEADER_RESTART, HEADER_SEQ, HEADER_WORKER,
-  subjectToken, type BookingMessage, type BookingTuple,
+  subjectToken, type BookingChange, type BookingMessage, type BookingTuple,
 } from "./sync-messages.ts";
 
 /** Prompts longer than this (in blocks, 8 bytes each) are booked at peers by count only: a bound on message size. */
@@ -27,6 +27,11 @@ export interface ReplicaSyncOptions {
   maxBookingsPerPeer?: number;
   /** Random per process (see HEADER_BOOT); default a fresh one. */
   boot?: string;
+  /**
+   * Booking changes wait this long to go out together in one message (0: each at once). A booking freed before its
+   * book went out is never sent: short requests cost the bus nothing. Peers learn of load this much later.
+   */
+  batchMs?: number;
 }
 
 export interface ReplicaSyncDeps {
@@ -58,6 +63,9 @@ export class ReplicaSync {
   readonly #behind;
   readonly #lag;
   #lastBeat = -Infinity;
+  /** Booking changes not yet published (batchMs), and the timer that will publish them. */
+  #pending: BookingChange[] = [];
+  #flushTimer: ReturnType<typeof setTimeout> | undefined;
   #words = new Uint32Array(512);
   /** Last event-stream sequence seen (what a snapshot taken now covers). */
   #streamSeq = 0;
@@ -70,7 +78,7 @@ export class ReplicaSync {
 
   constructor(deps: ReplicaSyncDeps, options: ReplicaSyncOptions) {
     this.#d = deps;
-    this.#o = { missedHeartbeats: 3, maxBookingsPerPeer: 10_000, boot: randomBoot(), ...options };
+    this.#o = { missedHeartbeats: 3, maxBookingsPerPeer: 10_000, boot: randomBoot(), batchMs: 5, ...options };
     const reg = deps.registry;
     this.#connected = reg.gauge("kvgate_sync_connected", "1 while this replica is connected to NATS (state sharing with other replicas)");
     this.#published = reg.counter("kvgate_sync_published_total", "Messages this replica published to its peers, by kind (kv_batch, book, prefill, free, heartbeat, decision, dropped)");
@@ -113,18 +121,18 @@ export class ReplicaSync {
     if (this.#own.size < this.#o.maxBookingsPerPeer) this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks });
     // The hashes let peers count shared prefixes once (remote-bookings.ts); a huge prompt goes as a plain count.
     const h = b.keys && b.blocks > 0 && b.blocks <= MAX_SHARED_BLOCKS ? encodeHashes(b.keys, b.blocks) : undefined;
-    this.#sendBooking({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks, ...(h ? { h } : {}) });
+    this.#queue({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks, ...(h ? { h } : {}) });
   }
 
   prefillDone(b: { bookingId: number }): void {
     const own = this.#own.get(b.bookingId);
     if (own) own.prefillTokens = 0;
-    this.#sendBooking({ k: "prefill", r: this.#o.replicaId, id: b.bookingId });
+    this.#queue({ k: "prefill", r: this.#o.replicaId, id: b.bookingId });
   }
 
   freed(b: { bookingId: number }): void {
     this.#own.delete(b.bookingId);
-    this.#sendBooking({ k: "free", r: this.#o.replicaId, id: b.bookingId });
+    this.#queue({ k: "free", r: this.#o.replicaId, id: b.bookingId });
   }
 
   /** Approximate mode recorded the prompt just hashed on (worker, rank): peers record the same sequence hashes. */
@@ -148,11 +156,36 @@ export class ReplicaSync {
   }
 
   close(): Promise<void> {
+    this.#flush();
     this.#d.ingest.share = undefined;
     return this.#d.bus.close();
   }
 
+  #queue(m: BookingChange): void {
+    if (this.#o.batchMs <= 0) return this.#sendBooking(m);
+    if (m.k === "free" && this.#pending.some((p) => p.k === "book" && p.id === m.id)) {
+      // Booked and freed within one batch: the peers need never hear of it.
+      this.#pending = this.#pending.filter((p) => p.id !== m.id);
+      this.#published.inc({ kind: "coalesced" });
+      return;
+    }
+    this.#pending.push(m);
+    this.#flushTimer ??= setTimeout(() => this.#flush(), this.#o.batchMs);
+  }
+
+  #flush(): void {
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    const list = this.#pending;
+    if (list.length === 0) return;
+    this.#pending = [];
+    if (list.length === 1) return this.#sendBooking(list[0]!);
+    this.#publish("many", `${BOOKINGS_PREFIX}.${this.#o.replicaId}`, encodeBooking({ k: "many", r: this.#o.replicaId, list }));
+  }
+
   #beat(now: number): void {
+    // What the heartbeat lists must not overtake the changes still waiting, or a peer would undo them.
+    this.#flush();
     this.#lastBeat = now;
     const list: BookingTuple[] = [];
     for (const [id, b] of this.#own) list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks]);
@@ -223,6 +256,12 @@ export class ReplicaSync {
     }
     if (msg.r === this.#o.replicaId || m.subject !== `${BOOKINGS_PREFIX}.${msg.r}`) return;
     const now = this.#d.now();
+    if (msg.k === "many") for (const one of msg.list) this.#applyBooking(one, now);
+    else this.#applyBooking(msg, now);
+    this.#remoteGauge.set(undefined, this.remote.size);
+  }
+
+  #applyBooking(msg: Exclude<BookingMessage, { k: "many" }>, now: number): void {
     const rb = this.remote;
     let keys: Uint32Array | undefined;
     try {
@@ -236,7 +275,6 @@ export class ReplicaSync {
       : msg.k === "free" ? (rb.heard(msg.r, now), rb.free(msg.r, msg.id))
       : (rb.replace(msg.r, msg.list, now), true);
     this.#applied.inc({ kind: !done ? "ignored" : msg.k === "hb" ? "heartbeat" : msg.k });
-    this.#remoteGauge.set(undefined, rb.size);
   }
 
   #onDecision(m: SyncMessage): void {

@@ -33,7 +33,12 @@ export type BookingMessage =
   | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number; h?: string }
   | { k: "prefill"; r: string; id: number }
   | { k: "free"; r: string; id: number }
-  | { k: "hb"; r: string; list: BookingTuple[] };
+  | { k: "hb"; r: string; list: BookingTuple[] }
+  /** Several book/prefill/free messages of one replica in one publish (replica-sync.ts batches them). */
+  | { k: "many"; r: string; list: BookingChange[] };
+
+/** The messages a "many" carries. */
+export type BookingChange = Extract<BookingMessage, { k: "book" | "prefill" | "free" }>;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -62,6 +67,10 @@ export function decodeBooking(data: Uint8Array): BookingMessage {
   } catch {
     return bad("not JSON");
   }
+  return decodeObject(m, true);
+}
+
+function decodeObject(m: Record<string, unknown>, outer: boolean): BookingMessage {
   if (m === null || typeof m !== "object" || !isName(m.r)) return bad("no replica");
   const r = m.r;
   switch (m.k) {
@@ -77,6 +86,12 @@ export function decodeBooking(data: Uint8Array): BookingMessage {
     case "hb":
       if (!Array.isArray(m.list)) bad("bad heartbeat");
       return { k: "hb", r, list: (m.list as unknown[]).map(tuple) };
+    case "many": {
+      if (!outer || !Array.isArray(m.list)) bad("bad batch");
+      const list = (m.list as Record<string, unknown>[]).map((x) => decodeObject(x, false));
+      if (list.some((x) => x.r !== r || x.k === "hb" || x.k === "many")) bad("a batch holds another replica's or a nested message");
+      return { k: "many", r, list: list as BookingChange[] };
+    }
     default:
       return bad(`unknown kind ${JSON.stringify(m.k)}`);
   }

@@ -20,6 +20,11 @@ export class NatsServer {
     return n;
   }
 
+  /** The running server's process id (benches pin it to a CPU). */
+  get pid(): number | undefined {
+    return this.#proc?.pid;
+  }
+
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
   }

@@ -103,4 +103,12 @@ describe("remote bookings", () => {
     }
     expect(() => decodeHashes(good, 4)).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
   });
+
+  it("should carry several changes of one replica in one message, and refuse a batch mixing replicas or nesting", () => {
+    const many = { k: "many", r: "r1", list: [{ k: "book", r: "r1", id: 1, w: "w", dp: 0, p: 5, b: 1 }, { k: "prefill", r: "r1", id: 1 }, { k: "free", r: "r1", id: 0 }] } as const;
+    expect(decodeBooking(encodeBooking(many))).toEqual(many);
+    for (const list of [[{ k: "free", r: "r2", id: 1 }], [{ k: "hb", r: "r1", list: [] }], [{ k: "many", r: "r1", list: [] }], [{ k: "free", r: "r1", id: -1 }], "x"]) {
+      expect(() => decodeBooking(new TextEncoder().encode(JSON.stringify({ k: "many", r: "r1", list })))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
+    }
+  });
 });

@@ -23,6 +23,8 @@ export interface ReplicaSpec {
   stream?: string;
   port?: number;
   extra?: readonly string[];
+  /** CPUs the process may run on (`taskset -c` list), for benches that give the measured gateway a core of its own. */
+  cpus?: string;
 }
 
 export interface ReplicaProc {
@@ -54,7 +56,9 @@ export function replicaArgs(s: ReplicaSpec, port: number): string[] {
 /** Starts the replica and waits until it listens (and, sharing on, until it is connected to NATS). */
 export async function startReplica(spec: ReplicaSpec): Promise<ReplicaProc> {
   const port = spec.port ?? (await freePort());
-  const proc = start(process.execPath, replicaArgs(spec, port));
+  const args = replicaArgs(spec, port);
+  // taskset execs node in place: the pid, process group and signals are node's.
+  const proc = spec.cpus ? start("taskset", ["-c", spec.cpus, process.execPath, ...args]) : start(process.execPath, args);
   await waitForOutput(proc, /kvgate listening on http:\/\/\S+/, 60_000);
   const url = `http://127.0.0.1:${port}`;
   const r: ReplicaProc = { id: spec.id, port, url, proc, spec, output: () => proc.output(), kill: () => proc.kill(), stop: () => proc.stop(3_000) };

@@ -218,6 +218,9 @@ class NatsBus implements SyncBus {
     const nc = await nats.connect({
       servers: this.o.servers.split(",").map((s) => s.trim()).filter((s) => s.length > 0), name: this.o.name,
       waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 2_000, maxPingOut: 2,
+      // This replica's own bookings and decisions are not sent back to it (it would only decode and drop them);
+      // JetStream deliveries come from the server, so its own KV batches are still read back (warm restarts need them).
+      noEcho: true,
     });
     // The stream exists before the first publish, so no KV batch published on connecting is missed by it.
     while (!this.#closed) {
