@@ -69,13 +69,23 @@ async function deleteStream(servers: string, name: string): Promise<void> {
 
 /**
  * JIT-warms a fresh replica's routing path (parse, hash, match, score) with decisions only (`/v1/route`, nothing
- * dispatched or booked, nothing recorded for workers with KV events), on prompts no replayed request shares.
+ * dispatched or booked, nothing recorded for workers with KV events), on prompts no replayed request shares; then its
+ * proxy path.
  */
 async function warmRouting(url: string): Promise<void> {
   for (let i = 0; i < 30; i++) {
     const prompt = Array.from({ length: 4096 }, (_, k) => 200_000 + ((i * 7919 + k * 104_729) % 50_000));
     const res = await fetch(`${url}/v1/route`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
     if (!res.ok) throw new Error(`${url}/v1/route: HTTP ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  }
+  // And the proxy path (dispatch, the SSE relay, usage) with a few short streamed completions: a cold replica's first
+  // streams are several times slower, and with N replicas N times as many of them would land in the measured tail.
+  // Short unique prompts keep what they leave in the engines' caches to a few blocks.
+  for (let i = 0; i < 12; i++) {
+    const prompt = Array.from({ length: 4 * BLOCK_SIZE }, (_, k) => 300_000 + ((i * 15_485_863 + k * 7_919 + Number(new URL(url).port)) % 60_000));
+    const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4, stream: true }) });
+    if (!res.ok) throw new Error(`${url}/v1/completions: HTTP ${res.status} ${await res.text()}`);
     await res.arrayBuffer();
   }
 }

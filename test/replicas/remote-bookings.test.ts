@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { RemoteLoad } from "../../src/routing/rank-load.ts";
 import { RemoteBookings } from "../../src/replicas/remote-bookings.ts";
 import { ActivePrompts } from "../../src/routing/active-prompts.ts";
-import { decodeBooking, decodeHashes, encodeBooking, encodeHashes, subjectToken } from "../../src/replicas/sync-messages.ts";
+import { decodeBooking, decodeHashes, encodeBooking, encodeHashes, subjectToken, type BookingMessage } from "../../src/replicas/sync-messages.ts";
 
 /** `n` chained-looking sequence hashes: the first `shared` from one prompt family, the rest from `tag`. */
 function keys(n: number, shared: number, tag: number): Uint32Array {
@@ -105,7 +105,7 @@ describe("remote bookings", () => {
   });
 
   it("should carry several changes of one replica in one message, and refuse a batch mixing replicas or nesting", () => {
-    const many = { k: "many", r: "r1", list: [{ k: "book", r: "r1", id: 1, w: "w", dp: 0, p: 5, b: 1 }, { k: "prefill", r: "r1", id: 1 }, { k: "free", r: "r1", id: 0 }] } as const;
+    const many: BookingMessage = { k: "many", r: "r1", list: [{ k: "book", r: "r1", id: 1, w: "w", dp: 0, p: 5, b: 1 }, { k: "prefill", r: "r1", id: 1 }, { k: "free", r: "r1", id: 0 }] };
     expect(decodeBooking(encodeBooking(many))).toEqual(many);
     for (const list of [[{ k: "free", r: "r2", id: 1 }], [{ k: "hb", r: "r1", list: [] }], [{ k: "many", r: "r1", list: [] }], [{ k: "free", r: "r1", id: -1 }], "x"]) {
       expect(() => decodeBooking(new TextEncoder().encode(JSON.stringify({ k: "many", r: "r1", list })))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
