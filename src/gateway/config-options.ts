@@ -94,7 +94,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "router", key: "disagg.prefillBusyFrac", flag: "disagg-prefill-busy-frac", kind: num(0), default: 1, doc: "vllm flow: local prefill when the prefill worker kvgate would pick holds more than this × its max_batched_tokens of prefill (or every prefill worker is busy / the pool would queue)" },
   { group: "router", key: "router.seed", flag: "seed", kind: int(0, 0xffffffff), default: 0x6b766761, doc: "seed of the router's random choices" },
   // index
-  { group: "index", key: "index.capacity", flag: "index-capacity", kind: int(1024, 1 << 26), default: 1 << 18, doc: "(worker, block) entries the index holds; memory grows with it (2^18 ≈ 50 MB; keep ≤ 2^17 on Workers)" },
+  { group: "index", key: "index.capacity", flag: "index-capacity", kind: int(1024, 1 << 26), default: undefined, doc: "(worker, block) entries the index holds, fixed at start; memory grows with it (2^18 ≈ 50 MB; keep ≤ 2^17 on Workers); unset = the configured workers' total_kv_blocks × 1.25 (×2 without KV events), or 2^18 when none states it" },
   { group: "index", key: "index.maxSlots", flag: "index-max-slots", kind: int(1, 4096), default: 64, doc: "worker data-parallel ranks the index can hold" },
   { group: "index", key: "index.maxPromptTokens", flag: "max-prompt-tokens", kind: int(16, 1 << 26), default: 131_072, doc: "longest prompt routed by cache; longer ones get 400" },
   // upstream

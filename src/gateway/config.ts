@@ -108,7 +108,8 @@ export interface GatewayConfig {
     heartbeatMs: number;
     snapshotIntervalMs: number;
   };
-  index: { capacity: number; maxSlots: number; maxPromptTokens: number };
+  /** capacity unset: sized from the fleet at start (index-sizing.ts). */
+  index: { capacity?: number; maxSlots: number; maxPromptTokens: number };
   upstream: {
     headersTimeoutMs: number;
     idleTimeoutMs: number;

@@ -73,6 +73,8 @@ export interface FleetOptions {
   discoverTimeoutMs?: number;
   /** LoRA adapters known at once (default 256). */
   maxAdapters?: number;
+  /** Called after each worker joined (the index-size check). */
+  added?: (worker: FleetWorker) => void;
 }
 
 /** What a worker serves: base models, and adapters with their parent model. */
@@ -110,6 +112,7 @@ export class Fleet {
     for (const [name, parent] of served.adapters) this.adapters.add(name, parent);
     const now = Math.floor(Date.now() / 1000);
     for (const m of [...models, ...w.adapters]) if (!this.#firstSeen.has(m)) this.#firstSeen.set(m, now);
+    this.opts.added?.(w);
     return w;
   }
 

@@ -77,6 +77,8 @@ export class GatewayMetrics {
   readonly workerRequests = this.registry.gauge("kvgate_worker_active_requests", "In-flight requests per worker rank");
   readonly workerHealthy = this.registry.gauge("kvgate_worker_healthy", "1 when the worker takes new requests");
   readonly indexEntries = this.registry.gauge("kvgate_index_entries", "(worker, block) entries in the KV index");
+  readonly indexCapacity = this.registry.gauge("kvgate_index_capacity_entries", "(worker, block) entries the KV index holds, fixed at start, by how it was chosen (source=fleet, flag or default)");
+  readonly indexOutgrown = this.registry.counter("kvgate_index_outgrown_total", "Workers added after start that left the fleet needing more KV index entries than the index holds");
   readonly kvEvents = this.registry.counter("kvgate_kv_events_total", "KV events applied from engines, by event type");
   readonly kvIngest = this.registry.counter("kvgate_kv_ingest_total", "KV-event ingestion counters summed over every engine stream (drops by reason, gaps, restarts, cold marks, …)");
   readonly kvStreams = this.registry.gauge("kvgate_kv_event_streams", "Open engine KV-event streams, and how many are cold (index view incomplete)");
@@ -108,6 +110,7 @@ export class GatewayMetrics {
     for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
     for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
     this.cancellations.inc(undefined, 0);
+    this.indexOutgrown.inc(undefined, 0);
     this.plansOpened.inc(undefined, 0);
     for (const o of ["completed", "cancelled", "expired", "worker_removed"]) this.plansClosed.inc({ outcome: o }, 0);
   }

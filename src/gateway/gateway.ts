@@ -27,6 +27,8 @@ import type { SyncBusFactory } from "../replicas/sync-bus.ts";
 import type { ReplicaSync } from "../replicas/replica-sync.ts";
 import { startReplicaSync } from "./replica-setup.ts";
 import { sampleTimeline } from "./stats-snapshot.ts";
+import { budgetBytes } from "../core/kv-index-options.ts";
+import { chooseIndexSize, describeIndexSize, IndexSizeWatch, type SizedWorker } from "./index-sizing.ts";
 
 export interface GatewayHost {
   /** Reads local tokenizer files (Node, Bun, Deno); without it only http(s) tokenizer sources load. */
@@ -50,6 +52,8 @@ export interface GatewayHost {
   otelEnv?: Readonly<Record<string, string | undefined>>;
   /** An embedder's own tracer (its provider and exporter); wins over otelEnv. */
   tracer?: Tracer;
+  /** The adapter starts the built-in simulated fleet (config.simWorkers) when no worker is configured: size the index for it. */
+  builtInFleet?: boolean;
 }
 
 export interface Gateway {
@@ -71,6 +75,22 @@ function requestIds(): () => string {
   return () => `kvg-${prefix}-${(n++).toString(36)}`;
 }
 
+/**
+ * The workers the index is sized for at start: the configured ones, or the built-in simulated fleet the adapter is about
+ * to start. A worker's KV-event mode is known before it joins unless it hangs on models discovered later ("auto").
+ */
+function plannedFleet(config: GatewayConfig, builtIn: boolean): SizedWorker[] {
+  if (config.workers.length === 0) {
+    const n = builtIn ? config.simWorkers + (config.simWorkers > 0 ? config.simPrefillWorkers : 0) : 0;
+    return Array.from({ length: n }, () => ({ totalKvBlocks: config.simGpuBlocks, kvEvents: true }));
+  }
+  const precise = (m: string): boolean => m in config.tokenizers;
+  return config.workers.map((w) => ({
+    totalKvBlocks: w.totalKvBlocks, dpSize: w.dpSize,
+    kvEvents: w.kvEvents ?? (config.kvEvents === "auto" ? (w.models !== undefined && w.models.length > 0 && w.models.every(precise)) : config.kvEvents === "on"),
+  }));
+}
+
 export async function createGateway(config: GatewayConfig, host: GatewayHost = {}): Promise<Gateway> {
   const fetchFn = host.fetch ?? globalThis.fetch.bind(globalThis);
   const now = host.now ?? performanceNow;
@@ -82,12 +102,16 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     write(`kvgate ${lvl}: ${message}`);
   };
   const r = config.router;
+  const size = chooseIndexSize(config.index.capacity, plannedFleet(config, host.builtInFleet === true));
   const index = await createKvIndex({
-    capacity: config.index.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
+    capacity: size.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
     approxTtlMs: r.approxTtlMs,
   });
   const ops = config.ops;
   const metrics = new GatewayMetrics(now);
+  log("info", describeIndexSize(size, budgetBytes(index.options)));
+  metrics.indexCapacity.set({ source: size.source }, size.capacity);
+  const sizeWatch = new IndexSizeWatch(size, (m) => log("warn", m), () => metrics.indexOutgrown.inc());
   // The circuit breaker hears of every booking (its half-open trial is the first one); it is built after the router.
   let health: WorkerHealthMonitor | undefined;
   let sync: ReplicaSync | undefined;
@@ -134,6 +158,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   });
   const fleet = new Fleet(router, {
     blockSize: config.blockSize, kvEvents: config.kvEvents, precise: (m) => precise.includes(m), fetch: fetchFn, maxAdapters: config.maxAdapters,
+    added: (w) => sizeWatch.added(w.id, fleet.list()),
   });
   health = new WorkerHealthMonitor(fleet, fetchFn, {
     intervalMs: ops.healthCheckMs, probeMs: config.upstream.healthProbeMs, timeoutMs: ops.healthTimeoutMs,

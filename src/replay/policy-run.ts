@@ -6,6 +6,7 @@
  */
 import { defaultConfig, type GatewayConfig } from "../gateway/config.ts";
 import { createGateway, type Gateway } from "../gateway/gateway.ts";
+import { DEFAULT_INDEX_CAPACITY } from "../gateway/index-sizing.ts";
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
@@ -81,7 +82,7 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
   c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop, decodeAware: wiring.closedLoop };
   c.index = {
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
-    capacity: Math.min(1 << 26, Math.max(c.index.capacity, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
+    capacity: Math.min(1 << 26, Math.max(c.index.capacity ?? DEFAULT_INDEX_CAPACITY, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
     maxPromptTokens: Math.max(c.index.maxPromptTokens, fleet.engine.maxModelLen),
   };
   c.maxBodyBytes = Math.max(c.maxBodyBytes, fleet.engine.maxModelLen * 12 + 4096);
