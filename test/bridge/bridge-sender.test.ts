@@ -103,7 +103,8 @@ describe("BridgeSender against a gateway", () => {
     const flaky: typeof fetch = (input, init) => (n++ < 2 ? Promise.resolve(new Response("busy", { status: 503 })) : gwFetch(input, init));
     const wrongToken = new BridgeSender({ url: "http://kvgate.test/admin/kv-events", token: "nope", worker: "w1", fetch: flaky, sleep: noWait });
     await wrongToken.push(frame(0, batches[0]!));
-    await new Promise((r) => setTimeout(r, 20));
+    // Until it has been refused a few times (on a loaded machine 20 ms may hold only three attempts); the test timeout bounds it.
+    while (wrongToken.stats.failures <= 3) await new Promise((r) => setTimeout(r, 5));
     // 503 twice, then 401 over and over: nothing applied, nothing dropped, still queued.
     expect(wrongToken.stats).toMatchObject({ sentFrames: 0, rejectedFrames: 0, queuedFrames: 1 });
     expect(wrongToken.stats.failures).toBeGreaterThan(3);
