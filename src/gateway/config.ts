@@ -113,6 +113,8 @@ export interface GatewayConfig {
   upstream: {
     headersTimeoutMs: number;
     idleTimeoutMs: number;
+    /** Unset: the host's default (GatewayHost.dropsGoneClients). */
+    streamLeaseMs?: number;
     retries: number;
     hedgeBudget: number;
     hedgeQuantile: number;

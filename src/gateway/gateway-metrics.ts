@@ -89,6 +89,7 @@ export class GatewayMetrics {
   readonly migrations = this.registry.counter("kvgate_migrations_total", "Streams continued on another worker after their first token, by endpoint");
   readonly upstreamFailures = this.registry.counter("kvgate_upstream_failures_total", "Failed worker attempts, by kind");
   readonly cancellations = this.registry.counter("kvgate_client_cancellations_total", "Requests the client abandoned before the end");
+  readonly leasesExpired = this.registry.counter("kvgate_stream_leases_expired_total", "Streamed responses whose client stopped reading for --stream-lease-ms (a gone client the runtime did not report): their bookings were given back");
   readonly tokenized = this.registry.counter("kvgate_tokenized_requests_total", "Requests tokenized, by mode (precise or approximate)");
   readonly disaggPrefill = this.registry.counter("kvgate_disagg_prefill_total", "Disaggregated dispatches by flow and where the prompt was prefilled: remote (prefill worker) or local (on the decode worker), with the reason");
   readonly plansOpened = this.registry.counter("kvgate_route_plans_opened_total", "Two-phase plans opened (POST /v1/route with commit)");
@@ -110,6 +111,7 @@ export class GatewayMetrics {
     for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
     for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
     this.cancellations.inc(undefined, 0);
+    this.leasesExpired.inc(undefined, 0);
     this.indexOutgrown.inc(undefined, 0);
     this.plansOpened.inc(undefined, 0);
     for (const o of ["completed", "cancelled", "expired", "worker_removed"]) this.plansClosed.inc({ outcome: o }, 0);

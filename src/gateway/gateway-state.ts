@@ -16,6 +16,7 @@ import type { WorkerHealthMonitor } from "./worker-health.ts";
 import type { DecisionRing } from "./decision-ring.ts";
 import type { Tracing } from "../observability/tracing.ts";
 import type { RequestTrace } from "./request-trace.ts";
+import type { StreamLeases } from "./stream-leases.ts";
 
 export type LogFn = (level: "info" | "warn", message: string) => void;
 
@@ -43,6 +44,8 @@ export interface GatewayState {
   readonly tracing: Tracing;
   /** TTFT hedging's learnt thresholds and budget (disabled unless --hedge-budget > 0). */
   readonly hedge: HedgePolicy;
+  /** Bookings of streamed responses held on a lease where the runtime may drop a gone client silently. */
+  readonly leases: StreamLeases;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;
   /** Milliseconds, monotonic: the router's clock. */

@@ -29,6 +29,7 @@ import { startReplicaSync } from "./replica-setup.ts";
 import { sampleTimeline } from "./stats-snapshot.ts";
 import { budgetBytes } from "../core/kv-index-options.ts";
 import { chooseIndexSize, describeIndexSize, IndexSizeWatch, type SizedWorker } from "./index-sizing.ts";
+import { DEFAULT_STREAM_LEASE_MS, StreamLeases } from "./stream-leases.ts";
 
 export interface GatewayHost {
   /** Reads local tokenizer files (Node, Bun, Deno); without it only http(s) tokenizer sources load. */
@@ -52,6 +53,11 @@ export interface GatewayHost {
   otelEnv?: Readonly<Record<string, string | undefined>>;
   /** An embedder's own tracer (its provider and exporter); wins over otelEnv. */
   tracer?: Tracer;
+  /**
+   * The runtime can end a request whose client left without telling kvgate (workerd): streamed responses then hold
+   * their bookings on a lease (--stream-lease-ms, default 10 s here).
+   */
+  dropsGoneClients?: boolean;
   /** The adapter starts the built-in simulated fleet (config.simWorkers) when no worker is configured: size the index for it. */
   builtInFleet?: boolean;
 }
@@ -175,6 +181,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }),
     hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,
       window: Math.max(256, config.upstream.hedgeMinSamples) }),
+    leases: new StreamLeases(config.upstream.streamLeaseMs ?? (host.dropsGoneClients ? DEFAULT_STREAM_LEASE_MS : 0), config.upstream.idleTimeoutMs),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };
   for (const failure of Object.entries(await registry.preload())) log("warn", `tokenizer of ${failure[0]} did not load: ${failure[1].message}`);
@@ -191,6 +198,11 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     router.tick();
     sync?.tick();
     sampleTimeline(state);
+    const expired = state.leases.sweep(fineNow());
+    if (expired > 0) {
+      metrics.leasesExpired.inc(undefined, expired);
+      log("warn", `${expired} streamed response(s) unread for ${state.leases.leaseMs} ms: their bookings were given back (the client is likely gone)`);
+    }
     const work = [health!.probe(), engineMetrics.scrape()].filter((p) => p !== undefined);
     return work.length === 0 ? undefined : Promise.all(work).then(() => undefined);
   };

@@ -13,6 +13,7 @@ import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./
 import { scanEvent } from "./chunk-scan.ts";
 import { attachDirectSource, type ChunkSink } from "./direct-source.ts";
 import { SseSplitter } from "./sse-splitter.ts";
+import type { StreamLease } from "./stream-leases.ts";
 import { recordUsage } from "./usage-feedback.ts";
 import { concat, DONE_EVENT, errorEvents, inspectEvent, rewriteChunk, type EventInfo } from "./stream-events.ts";
 import { clientHeaders, describe, stopAttempt, UpstreamFailure } from "./upstream.ts";
@@ -40,11 +41,14 @@ export class SseRelay {
   #lastRead = 0;
   #idleFired = false;
   #watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** Where the runtime may drop a gone client silently: the booking is given back when pulls stop (stream-leases.ts). */
+  #lease: StreamLease | undefined;
 
   constructor(private readonly gw: GatewayState, private readonly ex: Exchange, first: Dispatched) {
     this.#cur = first;
     this.#reader = first.attempt.res.body!.getReader();
     ex.signal.addEventListener("abort", () => this.#cancel(), { once: true });
+    if (gw.leases.leaseMs > 0) this.#lease = gw.leases.open(gw.fineNow(), () => this.#abandoned());
   }
 
   /** The client's response: the worker's status and headers, kvgate's body. */
@@ -88,7 +92,15 @@ export class SseRelay {
     return new UpstreamFailure("idle", `no data for ${this.gw.config.upstream.idleTimeoutMs} ms`);
   }
 
-  async #pull(controller: ChunkSink): Promise<void> {
+  #pull(controller: ChunkSink): Promise<void> {
+    const lease = this.#lease;
+    if (!lease) return this.#next(controller);
+    lease.pulling(this.gw.fineNow());
+    return this.#next(controller).finally(() => lease.pulled(this.gw.fineNow()));
+  }
+
+  /** Reads the worker until something can be forwarded, the stream ends, or it fails over. */
+  async #next(controller: ChunkSink): Promise<void> {
     if (this.#watchdog === undefined && !this.#closed) this.#watch();
     while (!this.#closed) {
       let r: ReadableStreamReadResult<Uint8Array>;
@@ -192,6 +204,7 @@ export class SseRelay {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch();
+    this.#lease?.close();
     controller.close();
     void this.#reader.cancel().catch(() => {});
     this.ex.trace.end(200);
@@ -205,6 +218,7 @@ export class SseRelay {
     this.ex.trace.end(err.status, err.message);
     this.#closed = true;
     this.#unwatch();
+    this.#lease?.close();
     controller.close();
   }
 
@@ -290,10 +304,21 @@ export class SseRelay {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch();
+    this.#lease?.close();
     // The booking goes back first, so nothing the stop below does can keep it.
     this.#cur.handle.cancel();
     this.gw.metrics.cancellations.inc();
     this.ex.trace.end(499, "the client went away");
     stopAttempt(this.#cur.attempt, this.#reader);
+  }
+
+  /**
+   * The client stopped pulling for the lease: called from another request's housekeeping, as the runtime may have
+   * ended this one without a word. Only the booking goes: should the client read again, the stream goes on.
+   */
+  #abandoned(): void {
+    this.#lease = undefined;
+    if (this.#closed) return;
+    this.#cur.handle.cancel();
   }
 }

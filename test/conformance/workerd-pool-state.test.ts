@@ -112,7 +112,8 @@ for (const pool of [true, false]) {
       } finally {
         await Promise.all(streams.map((r) => r.cancel()));
       }
-      // By the cancel reports, or at the latest by the plans' expiry.
+      // By the cancel reports, or at the latest by the plans' expiry (pool object) or the streams' lease (each isolate
+      // on its own): workerd can end a request whose client left without cancelling its body or firing its signal.
       await until(async () => (await ranks(e0, "S")) === 0 && (await ranks(e1, "S")) === 0, "the bookings to be freed", PLAN_TTL_MS + 30_000);
     }, PLAN_TTL_MS + 60_000);
   });

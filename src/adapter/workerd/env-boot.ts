@@ -34,7 +34,7 @@ export class LazyGateway {
 }
 
 async function boot(env: Record<string, unknown>): Promise<Gateway> {
-  const b = await bootGateway({ argv: [], env: envStrings(env), write: (t) => console.log(t.trimEnd()), runtime: "Cloudflare Workers" });
+  const b = await bootGateway({ argv: [], env: envStrings(env), write: (t) => console.log(t.trimEnd()), runtime: "Cloudflare Workers", dropsGoneClients: true });
   if (b.kind !== "gateway") throw new KvgateError("KVGATE_ERR_STATE", "no gateway configured");
   return b.gateway;
 }
