@@ -73,6 +73,25 @@ export class InflightPrefixes {
     return true;
   }
 
+  /** Drops every entry of `slot` (its worker is gone, with prompts no booking will remove); returns how many. */
+  removeSlot(slot: number): number {
+    let removed = 0;
+    for (const [g, group] of this.#groups) {
+      const kept = group.filter((e) => e.slot !== slot);
+      if (kept.length === group.length) continue;
+      removed += group.length - kept.length;
+      if (kept.length === 0) {
+        this.#groups.delete(g);
+        continue;
+      }
+      kept[0]!.lcpPrev = 0;
+      for (let i = 1; i < kept.length; i++) kept[i]!.lcpPrev = commonPrefix(kept[i - 1]!.keys, kept[i - 1]!.n, kept[i]!.keys, kept[i]!.n);
+      this.#groups.set(g, kept);
+    }
+    this.#size -= removed;
+    return removed;
+  }
+
   /** Computes, for every slot, the longest common prefix of (keys, n) with that slot's in-flight prompts. */
   query(keys: Uint32Array, n: number): void {
     if (++this.#generation === 0x7fffffff) {

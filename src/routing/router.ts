@@ -120,8 +120,15 @@ export class Router {
   remotePrompt(id: string, dpRank: number, keys: Uint32Array, blocks: number, add: boolean): boolean {
     const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
     if (!r || !r.load.assumeKvReuse) return false;
-    if (add) r.load.prompts.add(keys, blocks);
-    else if (!r.load.prompts.remove(keys, blocks)) return false;
+    // In the rank's prompts (load counts shared prefixes once) and among the in-flight prefixes (the active overlap a
+    // prompt has with what is being prefilled there), as a local booking is.
+    if (add) {
+      r.load.prompts.add(keys, blocks);
+      this.#core.inflight.add(keys, blocks, r.slot);
+    } else {
+      if (!r.load.prompts.remove(keys, blocks)) return false;
+      this.#core.inflight.remove(keys, blocks);
+    }
     return true;
   }
 
@@ -137,6 +144,8 @@ export class Router {
     const w = this.#core.registry.remove(id);
     if (!w) return 0;
     const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
+    // Peers' prompts on it stay booked until their replicas free them; their slots must not credit the next worker.
+    for (const r of w.ranks) this.#core.inflight.removeSlot(r.slot);
     this.#core.drain();
     return freed;
   }

@@ -70,6 +70,8 @@ export class RoutingCore {
   readonly registry: WorkerRegistry;
   readonly sequences: ActiveSequences;
   readonly selector: Selector;
+  /** Local bookings' prompts (through `sequences`) and peers' (Router.remotePrompt): the selector's active overlap. */
+  readonly inflight: InflightPrefixes;
   readonly queue: AdmissionQueue<Pending, Admitted>;
   readonly sessions: SessionAffinity;
   /** Output lengths seen per session and fleet-wide, for decode-aware load. */
@@ -84,7 +86,7 @@ export class RoutingCore {
   constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
     rand: RandomSource, private readonly hooks: CoreHooks) {
     this.registry = new WorkerRegistry(index, config.assumeKvReuse);
-    const inflight = new InflightPrefixes(index.options.maxSlots);
+    const inflight = (this.inflight = new InflightPrefixes(index.options.maxSlots));
     this.sequences = new ActiveSequences(now, {
       inflight, staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
       onFree: (b, reason) => this.#freed(b, reason),

@@ -123,7 +123,7 @@ export class Selector implements TieInputs {
       if (r.worker.blockSize !== blockSize) {
         throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates use different block sizes; name the model in the request");
       }
-      if (r.load.activeRequests > 0) anyActive = true;
+      if (r.load.activeRequests > 0 || r.load.remote.requests > 0) anyActive = true;
     }
     const t0 = this.fine();
     const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, req.eagle));
@@ -155,7 +155,7 @@ export class Selector implements TieInputs {
       f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
       const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
-      f64[activeCol + i] = inflight !== undefined && load.activeRequests > 0 ? inflight.sharedOf(r.slot) : 0;
+      f64[activeCol + i] = inflight !== undefined && (load.activeRequests > 0 || load.remote.requests > 0) ? inflight.sharedOf(r.slot) : 0;
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
     }
