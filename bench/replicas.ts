@@ -2,7 +2,8 @@
  * @module `npm run bench -- replicas [--quick]`: issue 14's acceptance runs for router replicas over NATS. One
  * nats-server (random loopback port, temporary store), one shared simulated fleet per run, N `kvgate serve`
  * processes, the replay through them with the round-robin front of `kvgate replay --gateway`:
- *   (a) 1, 2 and 4 replicas sharing, and 4 not sharing: engine-reported hit rate and p99 TTFT relative to 1 replica;
+ *   (a) 1, 2 and 4 replicas sharing, and 4 not sharing: engine-reported hit rate and p99 TTFT relative to 1 replica
+ *       (engines in real time in the full run: about 5 minutes per configuration);
  *   (b) one of 3 SIGKILLed mid-replay: failed requests, time until the others drop its bookings, and its predicted
  *       hit rate when restarted, relative to the others';
  *   (c) nats-server stopped mid-replay and started again: failures, divergence while down, time until it is 0;
@@ -33,6 +34,12 @@ interface Plan {
   requests: number;
   fleet: FleetOptions;
   traceSpeedup: number;
+  /**
+   * (a) only: engine and trace speed. Its p99 TTFT is in engine ms, so every wall ms the 2-core machine's processes
+   * wait for a CPU counts `speedup` times; at 4× wall, 4 replicas' contention alone added 25–45% to p99 (a run at 1×
+   * had 2 replicas at 0.85 of one). The full run replays in real time, four times as long.
+   */
+  scaling: { speedup: number; traceSpeedup: number };
   throughputSeconds: number;
 }
 
@@ -43,6 +50,7 @@ function plan(quick: boolean): Plan {
     // The full run has 2.5× the requests over about the same trace time; half the arrival rate keeps the fleet out of
     // overload, so TTFT is the engines' work and not a queue.
     traceSpeedup: quick ? 1 : 0.5,
+    scaling: quick ? { speedup: 4, traceSpeedup: 1 } : { speedup: 1, traceSpeedup: 0.125 },
     throughputSeconds: quick ? 4 : 8,
   };
 }
@@ -65,9 +73,10 @@ async function scaling(p: Plan, nats: NatsServer, work: ReplayRequest[]) {
   const configs = [{ n: 1, sharing: "on" as const }, { n: 2, sharing: "on" as const }, { n: 4, sharing: "on" as const }, { n: 4, sharing: "off" as const }];
   const out: { replicas: number; sharing: string; hitRate: number; predictedHitRate: number; ttftP99Ms: number; ttftMeanMs: number; errors: number; load: number[] }[] = [];
   for (const c of configs) {
-    const cl = await startCluster({ replicas: c.n, sharing: c.sharing, stream: stream(`A${c.n}${c.sharing}`), nats: nats.url, heartbeatMs: HEARTBEAT_MS, fleet: p.fleet });
+    const fleet = { ...p.fleet, speedup: p.scaling.speedup };
+    const cl = await startCluster({ replicas: c.n, sharing: c.sharing, stream: stream(`A${c.n}${c.sharing}`), nats: nats.url, heartbeatMs: HEARTBEAT_MS, fleet });
     try {
-      const run = await replay(cl.urls(), work, p.fleet.speedup, p.traceSpeedup, { idPrefix: `a${c.n}${c.sharing}` });
+      const run = await replay(cl.urls(), work, fleet.speedup, p.scaling.traceSpeedup, { idPrefix: `a${c.n}${c.sharing}` });
       const s = summary(run, cl.urls());
       out.push({ replicas: c.n, sharing: c.sharing, hitRate: s.summary.hitRate, predictedHitRate: s.predictedHitRate, ttftP99Ms: s.summary.ttftMs.p99, ttftMeanMs: s.summary.ttftMs.mean, errors: s.summary.errors, load: load() });
       console.log(`  (a) ${c.n} replica(s), sharing ${c.sharing}: hit ${pct(s.summary.hitRate)}, p99 TTFT ${s.summary.ttftMs.p99.toFixed(0)} engine ms, ${s.summary.errors} errors`);
@@ -266,7 +275,7 @@ export async function main(args: string[]): Promise<void> {
   const work = generateWorkload({ requests: p.requests, sessionsPerSec: 4, seed: 42 });
   const nats = await NatsServer.start();
   const loadBefore = load();
-  console.log(`replicas bench${quick ? " (quick)" : ""}: ${p.requests} requests, ${p.fleet.engines} engines × ${p.fleet.numGpuBlocks} blocks of ${BLOCK_SIZE}, engines ${p.fleet.speedup}× wall; load ${loadBefore.join(" ")}`);
+  console.log(`replicas bench${quick ? " (quick)" : ""}: ${p.requests} requests, ${p.fleet.engines} engines × ${p.fleet.numGpuBlocks} blocks of ${BLOCK_SIZE}, engines ${p.fleet.speedup}× wall (${p.scaling.speedup}× in (a), trace at ${p.scaling.traceSpeedup}×); load ${loadBefore.join(" ")}`);
   try {
     // Warms this process's client code on a throwaway cluster, so the first measured run does not pay for it.
     const warm = await startCluster({ replicas: 1, sharing: "off", stream: stream("W"), heartbeatMs: HEARTBEAT_MS, fleet: p.fleet });
