@@ -33,19 +33,24 @@ export function findMatches(seqs: usize, n: i32, out: usize, active: usize): i32
   memory.copy(active, first + 8, <usize>w << 3);
   let written = 0;
   let depth = 1;
-  for (; depth < n; depth++) {
-    const r = nodeFind(load<u64>(seqs + (<usize>depth << 3)));
-    let any: u64 = 0;
-    for (let k = 0; k < w; k++) {
-      const a = load<u64>(active + (<usize>k << 3));
-      if (a == 0) continue;
-      const m = r == 0 ? 0 : load<u64>(r + 8 + (<usize>k << 3));
-      const kept = a & m;
-      store<u64>(active + (<usize>k << 3), kept);
-      any |= kept;
-      written = emit(out, written, a & ~m, k << 6, depth);
+  // As findSingleWord: BATCH records are looked up before their masks are read, so their cache misses overlap.
+  while (depth < n) {
+    const batch = min(BATCH, n - depth);
+    for (let j = 0; j < batch; j++) store<usize>(probes + (<usize>j << 3), nodeFind(load<u64>(seqs + (<usize>(depth + j) << 3))));
+    for (let j = 0; j < batch; j++, depth++) {
+      const r = load<usize>(probes + (<usize>j << 3));
+      let any: u64 = 0;
+      for (let k = 0; k < w; k++) {
+        const a = load<u64>(active + (<usize>k << 3));
+        if (a == 0) continue;
+        const m = r == 0 ? 0 : load<u64>(r + 8 + (<usize>k << 3));
+        const kept = a & m;
+        store<u64>(active + (<usize>k << 3), kept);
+        any |= kept;
+        written = emit(out, written, a & ~m, k << 6, depth);
+      }
+      if (any == 0) return written;
     }
-    if (any == 0) return written;
   }
   for (let k = 0; k < w; k++) written = emit(out, written, load<u64>(active + (<usize>k << 3)), k << 6, depth);
   return written;
