@@ -16,7 +16,12 @@
  * formats the log's JSON line (file writing excluded: it is asynchronous), interleaved in rounds with the no-sink
  * baseline; printed as ratios to that baseline.
  *
+ * The main table runs --rounds rounds, each over every worker count in turn, and shows each figure's median over
+ * rounds; the scaling ratio (p50 at the largest count over p50 at the smallest, issue 19's acceptance 4) is taken
+ * within each round and its median printed, so the machine's drift between rows does not enter it.
+ *
  * Flags: --workers 16,64,256  --requests N (4000 measured)  --warmup N (1000)  --tokens N (8192)  --block-size N (16)
+ *        --rounds N (3)
  * Measured, never asserted; always exits 0.
  */
 import { createKvIndex } from "../src/core/create-kv-index.ts";
@@ -38,6 +43,7 @@ interface Args {
   warmup: number;
   tokens: number;
   blockSize: number;
+  rounds: number;
 }
 
 const FAMILIES = 32;
@@ -45,7 +51,7 @@ const CACHED_ON = 3;
 const INFLIGHT_PER_WORKER = 4;
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { workers: [16, 64, 256], requests: 4000, warmup: 1000, tokens: 8192, blockSize: 16 };
+  const a: Args = { workers: [16, 64, 256], requests: 4000, warmup: 1000, tokens: 8192, blockSize: 16, rounds: 3 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = argv[++i];
     if (v === undefined) throw new Error(`${k} needs a value`);
@@ -60,6 +66,7 @@ function parseArgs(argv: string[]): Args {
       case "--warmup": a.warmup = int(v); break;
       case "--tokens": a.tokens = int(v); break;
       case "--block-size": a.blockSize = int(v); break;
+      case "--rounds": a.rounds = int(v); break;
       default: throw new Error(`unknown flag ${k}`);
     }
   }
@@ -181,10 +188,28 @@ async function runOne(workers: number, assumeKvReuse: boolean, a: Args, capture?
 export async function main(args: string[]): Promise<void> {
   const a = parseArgs(args);
   console.log(`select: ${a.tokens}-token prompts, block size ${a.blockSize}, ${a.requests} measured requests (+${a.warmup} warm-up) per row`);
-  const results: SelectResult[] = [];
-  for (const workers of a.workers) {
-    for (const reuse of [true, false]) results.push(await runOne(workers, reuse, a));
+  const byRow = new Map<string, SelectResult[]>();
+  for (let round = 0; round < a.rounds; round++) {
+    for (const workers of a.workers) {
+      for (const reuse of [true, false]) {
+        const key = `${workers}/${reuse}`;
+        if (!byRow.has(key)) byRow.set(key, []);
+        byRow.get(key)!.push(await runOne(workers, reuse, a));
+      }
+    }
   }
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+  // Each figure's median over the rounds (the other fields are the same in every round).
+  const results: SelectResult[] = [...byRow.values()].map((rs) => {
+    const m = { ...rs[0]! } as Record<string, unknown>;
+    for (const [k, v] of Object.entries(rs[0]!)) if (typeof v === "number") m[k] = median(rs.map((r) => (r as unknown as Record<string, number>)[k]!));
+    return m as unknown as SelectResult;
+  });
+  const lo = Math.min(...a.workers), hi = Math.max(...a.workers);
+  const scaling = [true, false].map((reuse) => {
+    const small = byRow.get(`${lo}/${reuse}`)!, large = byRow.get(`${hi}/${reuse}`)!;
+    return { reuse, perRound: large.map((r, i) => r.selectP50Us / small[i]!.selectP50Us), median: median(large.map((r, i) => r.selectP50Us / small[i]!.selectP50Us)) };
+  });
   const us = (x: number) => x.toFixed(1);
   const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   console.log(table(
@@ -195,6 +220,12 @@ export async function main(args: string[]): Promise<void> {
       us(r.seqHashCopyP50Us), r.meanOverlapBlocks.toFixed(0),
     ]),
   ));
+  if (hi > lo) {
+    for (const s of scaling) {
+      console.log(`p50 at ${hi} workers / p50 at ${lo} (kv reuse ${s.reuse ? "on" : "off"}), paired per round: ${s.perRound.map((x) => x.toFixed(2)).join(" ")} → median ${s.median.toFixed(2)} (target ≤ 2)`);
+    }
+  }
+  console.log(`p99 / p50 per row (target ≤ 4): ${results.map((r) => `${r.workers}${r.assumeKvReuse ? "" : " no-reuse"} ${(r.selectP99Us / r.selectP50Us).toFixed(1)}`).join(", ")}`);
   // Capture cost: three rounds of (none, candidates, inputs), interleaved so drift on a shared machine hits all alike.
   const capture: { workers: number; detail: string; selectP50Us: number; selectMeanUs: number; ratioP50: number; ratioMean: number }[] = [];
   for (const workers of a.workers) {
@@ -217,6 +248,6 @@ export async function main(args: string[]): Promise<void> {
     capture.map((r) => [String(r.workers), r.detail, us(r.selectP50Us), us(r.selectMeanUs), r.ratioP50.toFixed(2), r.ratioMean.toFixed(2)])));
   const at64 = results.find((r) => r.workers === 64 && r.assumeKvReuse);
   if (at64) console.log(`target: p50 ≤ 25 µs at 64 workers — measured ${us(at64.selectP50Us)} µs (kv reuse on)`);
-  const path = writeResults("select", { config: a, environment: environment(), results, capture });
+  const path = writeResults("select", { config: a, environment: environment(), results, rounds: Object.fromEntries(byRow), scaling, capture });
   console.log(`wrote ${path}`);
 }
