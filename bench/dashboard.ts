@@ -21,7 +21,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { percentile, table, writeResults } from "./harness.ts";
-import { launch, stop, type Proc } from "./processes.ts";
+import { launch, processCpuSeconds, stop, type Proc } from "./processes.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const MODEL = "bench-model";
@@ -82,7 +82,7 @@ let seq = 0;
 
 /** CPU seconds (user + system) of every process whose command line mentions `marker` (Linux /proc; 0 elsewhere). */
 function cpuSeconds(marker: string): number {
-  let ticks = 0;
+  let seconds = 0;
   let pids: string[] = [];
   try {
     pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
@@ -92,14 +92,13 @@ function cpuSeconds(marker: string): number {
   for (const pid of pids) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)) continue;
-      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      // utime and stime, fields 14 and 15 of stat (11 and 12 after the command name), in clock ticks (100 per s on Linux).
-      ticks += Number(f[11]) + Number(f[12]);
     } catch {
-      // The process ended meanwhile.
+      continue; // The process ended meanwhile.
     }
+    const s = processCpuSeconds(Number(pid));
+    if (Number.isFinite(s)) seconds += s;
   }
-  return ticks / 100;
+  return seconds;
 }
 
 async function window(url: string, a: Args): Promise<number> {
@@ -144,17 +143,6 @@ async function statsCost(url: string): Promise<{ fullBytes: number; incrementalB
   const last = ((await (await fetch(`${url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { series: { t: number[] } }).series.t.at(-1);
   const [incrementalBytes, incrementalMs] = await time(`?since=${last}`);
   return { fullBytes, incrementalBytes, fullMs, incrementalMs };
-}
-
-/** CPU seconds (user + system) one process has used so far (Linux /proc; NaN elsewhere). */
-function processCpuSeconds(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
 }
 
 /** The CPUs for everything but the gateway (the gateway gets CPU 0), or undefined when pinning is off or impossible. */

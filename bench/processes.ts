@@ -1,5 +1,6 @@
 /** @module Server processes a bench starts: spawned in their own process group from the repository root, killed as a group. */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -32,5 +33,17 @@ export function stop(p: Proc | undefined): void {
     process.kill(-p.child.pid!, "SIGKILL");
   } catch {
     // gone already
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux; NaN elsewhere). */
+export function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14 and 15 of stat (utime, stime), counted after the command name; clock ticks of 1/100 s on Linux.
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
   }
 }

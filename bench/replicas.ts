@@ -10,7 +10,6 @@
  *   (d) sharing cost: requests/s through one gateway with sharing on (2 replicas) vs off.
  * `--only a,c` runs some of them (written to replicas-ac.json). Writes bench/results/replicas.json.
  */
-import { readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { sendCompletion } from "../src/replay/completion-client.ts";
@@ -22,6 +21,7 @@ import { indexDivergence } from "../src/replicas/index-divergence.ts";
 import { NatsServer, natsServerPath } from "../test/replicas/nats-server.ts";
 import { digestOf, startReplica } from "../test/replicas/replica-procs.ts";
 import { table, writeResults } from "./harness.ts";
+import { processCpuSeconds } from "./processes.ts";
 import { BLOCK_SIZE, MODEL, replay, startCluster, summary, type FleetOptions } from "./replicas-cluster.ts";
 
 const HEARTBEAT_MS = 500;
@@ -192,18 +192,6 @@ async function outage(p: Plan, nats: NatsServer, work: ReplayRequest[]) {
   }
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux; NaN elsewhere). */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // Fields 14 and 15 of stat (utime, stime), counted after the command name; clock ticks of 1/100 s on Linux.
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
 /**
  * Gives the measured gateway a core of its own where taskset exists and there are 2+ CPUs: this process (and so the
  * engine processes it starts later) and nats-server move to CPUs 1..n-1. Returns that list, or undefined (no pinning).
@@ -249,9 +237,9 @@ async function throughput(p: Plan, nats: NatsServer) {
         }
       };
       const pid = cl.replicas[0]!.proc.child.pid;
-      const t = performance.now(), cpu0 = cpuSeconds(pid);
+      const t = performance.now(), cpu0 = processCpuSeconds(pid);
       await Promise.all(Array.from({ length: 16 }, (_, k) => worker(k)));
-      const wall = (performance.now() - t) / 1000, cpu = cpuSeconds(pid) - cpu0;
+      const wall = (performance.now() - t) / 1000, cpu = processCpuSeconds(pid) - cpu0;
       rounds.push({ sharing, rps: done / wall, rpsPerCpu: done / cpu, cpuShare: cpu / wall, errors, load: load() });
       const r = rounds[rounds.length - 1]!;
       console.log(`  (d) sharing ${sharing}: ${r.rps.toFixed(0)} requests/s through one gateway, ${r.rpsPerCpu.toFixed(0)} per CPU second of it (it used ${(100 * r.cpuShare).toFixed(0)}% of a core; ${errors} errors)`);

@@ -236,11 +236,10 @@ export async function main(args: string[]): Promise<void> {
       rows.inputs!.push(await runOne(workers, true, a, "inputs"));
       rows["log-line"]!.push(await runOne(workers, true, a, "log-line"));
     }
-    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
     const base = rows.none!;
     for (const [detail, rs] of Object.entries(rows)) {
-      const p50 = med(rs.map((r) => r.selectP50Us)), mean = med(rs.map((r) => r.selectMeanUs));
-      capture.push({ workers, detail, selectP50Us: p50, selectMeanUs: mean, ratioP50: p50 / med(base.map((r) => r.selectP50Us)), ratioMean: mean / med(base.map((r) => r.selectMeanUs)) });
+      const p50 = median(rs.map((r) => r.selectP50Us)), mean = median(rs.map((r) => r.selectMeanUs));
+      capture.push({ workers, detail, selectP50Us: p50, selectMeanUs: mean, ratioP50: p50 / median(base.map((r) => r.selectP50Us)), ratioMean: mean / median(base.map((r) => r.selectMeanUs)) });
     }
   }
   console.log("decision capture (kv reuse on; median of 3 interleaved rounds; ratio to no sink in this run):");

@@ -48,7 +48,7 @@ export class SseRelay {
     this.#cur = first;
     this.#reader = first.attempt.res.body!.getReader();
     ex.signal.addEventListener("abort", () => this.#cancel(), { once: true });
-    if (gw.leases.leaseMs > 0) this.#lease = gw.leases.open(gw.fineNow(), () => this.#abandoned());
+    this.#lease = gw.leases.open(gw.fineNow(), () => this.#abandoned());
   }
 
   /** The client's response: the worker's status and headers, kvgate's body. */

@@ -24,8 +24,6 @@ interface Live extends StreamLease {
 /** Where the runtime drops gone clients silently: a client that reads nothing for 10 s is taken as gone. */
 export const DEFAULT_STREAM_LEASE_MS = 10_000;
 
-const NO_LEASE: StreamLease = { pulling() {}, pulled() {}, close() {} };
-
 export class StreamLeases {
   readonly #live = new Set<Live>();
   #expired = 0;
@@ -37,9 +35,12 @@ export class StreamLeases {
    */
   constructor(readonly leaseMs: number, private readonly pendingMs: number) {}
 
-  /** Opens a lease; `release` gives back the booking when it expires (called from another request's housekeeping). */
-  open(now: number, release: () => void): StreamLease {
-    if (this.leaseMs <= 0) return NO_LEASE;
+  /**
+   * Opens a lease; `release` gives back the booking when it expires (called from another request's housekeeping).
+   * Undefined when leases are off.
+   */
+  open(now: number, release: () => void): StreamLease | undefined {
+    if (this.leaseMs <= 0) return undefined;
     const live = this.#live;
     const lease: Live = {
       release, inPull: false, since: now,

@@ -13,7 +13,7 @@ describe("StreamLeases", () => {
   it("should release a lease nobody pulled from for the lease, and only once", () => {
     const leases = new StreamLeases(1_000, 5_000);
     const freed: string[] = [];
-    const a = leases.open(0, () => freed.push("a"));
+    const a = leases.open(0, () => freed.push("a"))!;
     leases.open(0, () => freed.push("b"));
     a.pulling(500);
     a.pulled(600);
@@ -31,7 +31,7 @@ describe("StreamLeases", () => {
   it("should give a pull that waits on the worker the idle timeout on top of the lease", () => {
     const leases = new StreamLeases(1_000, 5_000);
     let freed = 0;
-    leases.open(0, () => freed++).pulling(10);
+    leases.open(0, () => freed++)!.pulling(10);
     expect(leases.sweep(6_009)).toBe(0);
     expect(leases.sweep(6_010)).toBe(1);
     expect(freed).toBe(1);
@@ -40,7 +40,7 @@ describe("StreamLeases", () => {
   it("should never release a closed lease, go on past a release that throws, and do nothing when off", () => {
     const leases = new StreamLeases(1_000, 0);
     let freed = 0;
-    leases.open(0, () => freed++).close();
+    leases.open(0, () => freed++)!.close();
     leases.open(0, () => {
       throw new Error("boom");
     });
@@ -48,7 +48,7 @@ describe("StreamLeases", () => {
     expect(leases.sweep(2_000)).toBe(2);
     expect(freed).toBe(1);
     const off = new StreamLeases(0, 0);
-    off.open(0, () => freed++);
+    expect(off.open(0, () => freed++)).toBeUndefined();
     expect(off.sweep(1e12)).toBe(0);
     expect(off.size).toBe(0);
   });
