@@ -66,6 +66,7 @@ export interface RouterOptions {
   approxTtlMs: number;
   closedLoop: boolean;
   decodeAware: boolean;
+  hotPrefixSpread: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;

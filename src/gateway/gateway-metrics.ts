@@ -98,6 +98,8 @@ export class GatewayMetrics {
   readonly predictionError = this.registry.gauge("kvgate_prediction_error", "Closed loop, per worker rank: running mean of (predicted − reported cached tokens) / prompt tokens; 0 = predictions confirmed, > 0 = kvgate over-predicts");
   readonly predictionRatio = this.registry.gauge("kvgate_prediction_ratio", "Closed loop, per worker rank: reported over predicted cached tokens (running means; 1 = right)");
   readonly approxTtl = this.registry.gauge("kvgate_approx_block_ttl_seconds", "Closed loop, approximate-mode worker ranks: the block lifetime learnt from reported hits");
+  readonly hotPrefixes = this.registry.gauge("kvgate_hot_prefixes", "Hot-prefix spreading: prompt prefixes tracked, and those now served from a subset of at least two workers (state=spread)");
+  readonly hotPrefixDecisions = this.registry.counter("kvgate_hot_prefix_decisions_total", "Routing decisions hot-prefix spreading restricted to its prefix's workers");
   readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");
   readonly distrusted = this.registry.counter("kvgate_index_distrusted_total", "Times the closed loop dropped a KV-event worker's index entries because its engine kept reporting far fewer hits than predicted");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
@@ -220,6 +222,11 @@ export class GatewayMetrics {
       this.predictionError.set(l, p.error);
       this.predictionRatio.set(l, p.ratio);
       if (p.precise === false) this.approxTtl.set(l, p.ttlMs / 1000);
+    }
+    if (snap.hotPrefixes) {
+      this.hotPrefixes.set({ state: "tracked" }, snap.hotPrefixes.tracked);
+      this.hotPrefixes.set({ state: "spread" }, snap.hotPrefixes.spread);
+      this.#sync(this.hotPrefixDecisions, {}, snap.hotPrefixes.decisions);
     }
     this.indexEntries.set(undefined, index.stats().entries);
     return this.registry.render();

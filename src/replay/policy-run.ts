@@ -79,7 +79,8 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
     url: w.url, id: w.id, models: [fleet.model], blockSize: fleet.engine.blockSize, kvEvents: wiring.kvEvents,
     totalKvBlocks: fleet.engine.numGpuBlocks, maxBatchedTokens: fleet.engine.maxNumBatchedTokens,
   }));
-  c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop, decodeAware: wiring.closedLoop };
+  c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop, decodeAware: wiring.closedLoop,
+    hotPrefixSpread: wiring.closedLoop };
   c.index = {
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
     capacity: Math.min(1 << 26, Math.max(c.index.capacity ?? DEFAULT_INDEX_CAPACITY, 2 * fleet.workers * fleet.engine.numGpuBlocks)),

@@ -18,8 +18,9 @@ export interface PolicyWiring {
   /** Apply the engines' KV events to the router's index. */
   applyEvents: boolean;
   /**
-   * kvgate's own additions to the reference cost, closed loop and decode-aware load (router config closedLoop,
-   * decodeAware): off reproduces the reference router, which never checks its predictions and counts prompt blocks only.
+   * kvgate's own additions to the reference router: closed loop, decode-aware load and hot-prefix spreading (router
+   * config closedLoop, decodeAware, hotPrefixSpread). Off reproduces the reference, which never checks its
+   * predictions, counts prompt blocks only and scores every worker for every prompt.
    */
   closedLoop: boolean;
   label: string;

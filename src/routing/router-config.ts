@@ -64,6 +64,11 @@ export interface RouterConfig {
    * session, its max_tokens, the fleet's recent answers), not only its prompt blocks. Off = the reference's count.
    */
   decodeAware: boolean;
+  /**
+   * Serve a hot prompt prefix (its first block) from k workers, k following its share of the fleet's booked work,
+   * instead of scoring every worker for it (see HotPrefixes). Off = the reference's choice among all candidates.
+   */
+  hotPrefixSpread: boolean;
   /** Seed of the default random source (ignored when one is injected). */
   seed: number;
 }
@@ -96,6 +101,7 @@ export const DEFAULT_CONFIG: RouterConfig = {
   approxTtlMs: 120_000,
   closedLoop: true,
   decodeAware: true,
+  hotPrefixSpread: true,
   seed: 0x6b76_6761,
 };
 

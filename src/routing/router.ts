@@ -316,9 +316,11 @@ export class Router {
         });
       }
     }
+    const hot = this.#core.hotPrefixes;
     return {
       queueDepth: this.#core.queue.depth, liveBookings: this.#core.sequences.size, sessions: this.#core.sessions.size,
       openPlans: this.#twoPhase.openPlans, ranks, predictions: this.#loop.snapshot(),
+      ...(hot && { hotPrefixes: { tracked: hot.size, spread: hot.spreadCount(), decisions: hot.spreadDecisions } }),
     };
   }
 

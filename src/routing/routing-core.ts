@@ -6,6 +6,7 @@ import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { ActiveSequences, type Booking } from "./active-sequences.ts";
 import { InflightPrefixes } from "./inflight-prefixes.ts";
+import { HotPrefixes } from "./hot-prefixes.ts";
 import { AdmissionQueue, type QueueOutcome, type StepResult } from "./admission-queue.ts";
 import { rankBusy, saturated, withoutBusy } from "./busy-policy.ts";
 import { eligibleRanks, noWorkers, phaseOf, resolveTarget } from "./candidates.ts";
@@ -76,6 +77,8 @@ export class RoutingCore {
   readonly sessions: SessionAffinity;
   /** Output lengths seen per session and fleet-wide, for decode-aware load. */
   readonly outputs = new OutputLengthPredictor();
+  /** Hot-prefix spreading's demand per prefix (config.hotPrefixSpread). */
+  readonly hotPrefixes: HotPrefixes | undefined;
   /** What every booked selection copies for onDecided (none: nothing, the default). */
   capture: CaptureLevel = Capture.none;
   #draining = false;
@@ -92,6 +95,7 @@ export class RoutingCore {
       onFree: (b, reason) => this.#freed(b, reason),
     });
     this.selector = new Selector(index, rand, fine, config.policy, inflight);
+    if (config.hotPrefixSpread) this.selector.spread = this.hotPrefixes = new HotPrefixes(now);
     this.queue = new AdmissionQueue(now, {
       policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,
     });
@@ -261,10 +265,12 @@ export class RoutingCore {
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
+    const outputBlocks = this.config.decodeAware ? this.#outputBlocks(req, sel) : 0;
     const booking = this.sequences.book(rank, {
       requestId: req.requestId, prefillTokens: sel.isl - sel.expectedCachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
-      outputBlocks: this.config.decodeAware ? this.#outputBlocks(req, sel) : 0,
+      outputBlocks,
     });
+    if (sel.prefixKey >= 0) this.hotPrefixes?.observe(sel.prefixKey, sel.promptBlocks + outputBlocks);
     if (s) {
       this.sessions.acquireLease(s.id);
       if (p.bindAtBook) this.bindSession(s, rank);

@@ -159,4 +159,6 @@ export interface RouterSnapshot {
   ranks: RankLoadSnapshot[];
   /** The closed loop's per-rank figures (ranks with at least one response that reported usage). */
   predictions: RankPrediction[];
+  /** Hot-prefix spreading (absent when off): prefixes tracked, spread over ≥ 2 workers now, decisions it restricted. */
+  hotPrefixes?: { tracked: number; spread: number; decisions: number };
 }

@@ -11,6 +11,7 @@ import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
 import type { DecisionCandidate, DecisionInputs } from "./decision-record.ts";
 import { breakTies, rankKeyOf, type TieInputs } from "./tie-break.ts";
+import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts";
 import type { RankState } from "./worker-registry.ts";
 
 export { rendezvousWeight } from "./tie-break.ts";
@@ -68,6 +69,10 @@ export interface Selection {
   hashMatchMs: number;
   /** Fine-timer reading when matching ended; scheduling time is measured from here to the end of booking. */
   matchedAt: number;
+  /** The prompt's prefix identity (its first block, see prefixKeyOf); -1 when it has no full block. */
+  prefixKey: number;
+  /** Workers a hot prefix restricted this choice to; 0 when it was not restricted. */
+  spreadWorkers: number;
   /** Set when the params asked for a capture. */
   capture?: SelectionCapture;
 }
@@ -90,6 +95,13 @@ export class Selector implements TieInputs {
   #promptBlocks = 0;
   #tie: "rendezvous" | "tree" | undefined;
   #tieDraw = 0;
+  // Scratch for a hot prefix's candidate subset (reused: no allocation per request).
+  readonly #spreadIdx: Int32Array;
+  readonly #spreadWeights: Float64Array;
+  readonly #spreadRanks: RankState[] = [];
+
+  /** Hot-prefix spreading; unset = every candidate is scored (the reference behaviour). */
+  spread: HotPrefixes | undefined;
 
   /**
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
@@ -100,6 +112,8 @@ export class Selector implements TieInputs {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
     this.trust = new Float64Array(index.options.maxSlots).fill(1);
+    this.#spreadIdx = new Int32Array(index.options.maxSlots);
+    this.#spreadWeights = new Float64Array(index.options.maxSlots);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
     this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
@@ -112,8 +126,8 @@ export class Selector implements TieInputs {
   readonly trust: Float64Array;
 
   select(req: RouteRequest, p: SelectParams): Selection {
-    const ranks = p.pinned ? [p.pinned] : p.candidates;
-    const n = ranks.length;
+    let ranks = p.pinned ? [p.pinned] : p.candidates;
+    let n = ranks.length;
     if (n === 0) throw new KvgateError("KVGATE_ERR_STATE", "select() called without candidates");
     if (n > this.index.options.maxSlots) throw new KvgateError("KVGATE_ERR_STATE", "more candidates than index slots");
     const blockSize = ranks[0]!.worker.blockSize;
@@ -139,6 +153,19 @@ export class Selector implements TieInputs {
     let best = 0;
     for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
     const keys = p.assumeKvReuse && (p.willBook || anyActive) ? this.#readKeys(promptBlocks) : undefined;
+    let prefixKey = -1, spreadWorkers = 0;
+    if (promptBlocks > 0 && (p.willBook || this.spread !== undefined)) {
+      const words = keys ?? this.#readKeys(promptBlocks);
+      prefixKey = prefixKeyOf(words[0]!, words[1]!);
+      if (this.spread !== undefined && !p.pinned && n > 2 && this.#picker === undefined) {
+        const k = this.spread.workersFor(prefixKey, n);
+        if (k < n) {
+          ranks = this.#spreadSubset(ranks, n, k, words[0]!, words[1]!, gen);
+          n = spreadWorkers = k;
+          if (p.willBook) this.spread.spreadDecisions++;
+        }
+      }
+    }
     const isl = req.tokens.length;
     const inflight = keys !== undefined && anyActive ? this.inflight : undefined;
     inflight?.query(keys!, promptBlocks);
@@ -178,8 +205,18 @@ export class Selector implements TieInputs {
       expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
-      keys, hashMatchMs: t1 - t0, matchedAt: t1, capture,
+      keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, spreadWorkers, capture,
     };
+  }
+
+  /** The k candidates a hot prefix is served from (see pickSpreadSet), in the selector's reused rank array. */
+  #spreadSubset(ranks: readonly RankState[], n: number, k: number, lo: number, hi: number, gen: number): RankState[] {
+    const idx = this.#spreadIdx;
+    pickSpreadSet(n, k, lo, hi, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => rankKey(ranks[i]!), idx, this.#spreadWeights);
+    const out = this.#spreadRanks;
+    out.length = k;
+    for (let j = 0; j < k; j++) out[j] = ranks[idx[j]!]!;
+    return out;
   }
 
   /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs, BigInt-free, in the scratch buffer. */
