@@ -68,7 +68,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { group: "tokenizer", key: "tokenizerMaxLoaded", flag: "tokenizer-max-loaded", kind: int(1, 1024), default: 4, doc: "precise tokenizers kept in memory at once" },
   // router
   { group: "router", key: "router.policy", flag: "routing-policy", kind: oneOf("kv", "round_robin", "random", "least_loaded"), default: "kv", doc: "kv = KV-cache-aware cost function; round_robin, random, least_loaded = cache-blind baselines (benchmarks)" },
-  { group: "router", key: "router.overlapWeight", flag: "overlap-weight", kind: num(0), default: 1, doc: "weight of uncached prefill blocks against decode blocks in the cost" },
+  { group: "router", key: "router.overlapWeight", flag: "overlap-weight", kind: num(0), default: 16, doc: "weight of uncached prefill blocks (this prompt's and those queued on the worker) against decode blocks in the cost; Dynamo's default is 1, kvgate's 16 puts time to first token first (see the README's routing-quality figures)" },
   { group: "router", key: "router.temperature", flag: "temperature", kind: num(0), default: 0, doc: "0 = cheapest worker; > 0 samples a softmax over normalised costs" },
   { group: "router", key: "router.assumeKvReuse", flag: "assume-kv-reuse", kind: bool, default: true, doc: "count prompt blocks shared by in-flight requests once per worker" },
   { group: "router", key: "router.queueThreshold", flag: "queue-threshold", kind: { type: "int-or-off", min: 0, max: 1_000_000 }, default: 4, doc: "park requests when every worker holds more than this × max batched tokens of prefill; off disables the queue" },

@@ -8,6 +8,7 @@ import { defaultConfig, type GatewayConfig } from "../gateway/config.ts";
 import { createGateway, type Gateway } from "../gateway/gateway.ts";
 import { DEFAULT_INDEX_CAPACITY } from "../gateway/index-sizing.ts";
 import type { EncodedKvBatch } from "../sim/kv-event-sink.ts";
+import { REFERENCE_OVERLAP_WEIGHT } from "../routing/router-config.ts";
 import type { SimEngineOptions } from "../sim/sim-options.ts";
 import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
@@ -81,6 +82,8 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
   }));
   c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop, decodeAware: wiring.closedLoop,
     hotPrefixSpread: wiring.closedLoop };
+  // The reference policies keep the reference's weight; kvgate's use kvgate's default.
+  if (!wiring.closedLoop) c.router.overlapWeight = REFERENCE_OVERLAP_WEIGHT;
   c.index = {
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
     capacity: Math.min(1 << 26, Math.max(c.index.capacity ?? DEFAULT_INDEX_CAPACITY, 2 * fleet.workers * fleet.engine.numGpuBlocks)),

@@ -22,7 +22,7 @@ describe("gateway config", () => {
     const c = await load([]);
     expect(c).toEqual(defaultConfig());
     expect(c).toMatchObject({ host: "127.0.0.1", port: 8080, adminToken: "", maxBodyBytes: 16 << 20, workers: [], tokenizers: {} });
-    expect(c.router).toMatchObject({ overlapWeight: 1, queueThreshold: 4, sessionHeader: "x-session-id" });
+    expect(c.router).toMatchObject({ overlapWeight: 16, queueThreshold: 4, sessionHeader: "x-session-id" });
     expect(c.upstream).toEqual({ headersTimeoutMs: 300_000, idleTimeoutMs: 120_000, retries: 2, migrationLimit: 3, streamUsage: true, healthProbeMs: 2_000,
       hedgeBudget: 0, hedgeQuantile: 0.95, hedgeMinSamples: 50 });
   });

@@ -114,12 +114,15 @@ function scriptWorkers(fleet: FakeFleet): (id: string) => void {
   };
 }
 
+/** The script's load was laid out for the reference weight, under which held load can outweigh a cached prefix. */
+const REFERENCE_WEIGHT = ["--overlap-weight", "1"];
+
 function loadLine(g: Gateway): string {
   return g.gw.state.router.snapshot().ranks.map((r) => `${r.worker}:${r.activeRequests}/${r.activePrefillTokens}/${r.activeBlocks}`).join(" ");
 }
 
 async function builtIn(): Promise<Run> {
-  const g = await fakeGateway(3);
+  const g = await fakeGateway(3, REFERENCE_WEIGHT);
   const finish = scriptWorkers(g.fleet);
   const open = new Map<string, Stream>();
   const run: Run = { decisions: [], loads: [] };
@@ -147,7 +150,7 @@ async function builtIn(): Promise<Run> {
 }
 
 async function proxied(): Promise<Run> {
-  const g = await fakeGateway(3);
+  const g = await fakeGateway(3, REFERENCE_WEIGHT);
   const finish = scriptWorkers(g.fleet);
   const open = new Map<string, { plan: string; stream: Stream }>();
   const run: Run = { decisions: [], loads: [] };

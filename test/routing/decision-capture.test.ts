@@ -15,7 +15,7 @@ function sink(detail?: DecisionSink["detail"], tokens?: boolean): DecisionSink &
 async function setup(decisions?: DecisionSink) {
   const index = await smallIndex();
   const clock = new ManualClock(5_000);
-  const router = new Router({ index, now: clock.now, random: createPrng(3), fineNow: () => 0, decisions }, { queueThreshold: null });
+  const router = new Router({ index, now: clock.now, random: createPrng(3), fineNow: () => 0, decisions }, { queueThreshold: null, overlapWeight: 1 });
   for (const id of ["a", "b", "c"]) router.addWorker(worker(id));
   return { index, router, clock };
 }
@@ -40,7 +40,7 @@ describe("decision capture", () => {
     expect(rec.model).toBe("m");
     expect(rec.signals).toBe(first.signals);
     expect(rec.candidates.map((c) => [c.worker, c.overlapBlocks])).toEqual([["a", 0], ["b", 6], ["c", 3]]);
-    // Empty fleet: cost = prefill blocks (uncached) + decode blocks of the prompt (10).
+    // Empty fleet, weight 1: cost = prefill blocks (uncached) + decode blocks of the prompt (10).
     for (const c of rec.candidates) {
       expect(c.prefillTokens).toBe(0);
       expect(c.decodeBlocks).toBe(0);
