@@ -14,6 +14,7 @@ import { sendCompletion, type CompletionRecord } from "./completion-client.ts";
 import { LoadSampler, type LoadSample } from "./load-sampler.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
+import type { KvTuning } from "./replay-args.ts";
 import { engineBlocks, FaultSchedule, type ReplayFault } from "./replay-faults.ts";
 import type { ReplayRequest } from "./replay-request.ts";
 import { runRequests } from "./request-run.ts";
@@ -36,6 +37,8 @@ export interface PolicyRunInput {
   /** Engine ms per wall ms (the engines' speedupRatio). */
   engineSpeedup: number;
   seed: number;
+  /** Overrides of kvgate's defaults for the kv policies (ablations). */
+  kvTuning?: KvTuning;
   /** Engine ms between load samples. */
   sampleEveryMs: number;
   host: ReplayHost;
@@ -69,7 +72,7 @@ export interface EventStats {
 }
 
 /** The gateway as the replay runs it: the policy's routing and event mode, no router queue, engine-time clocks. */
-export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "fleet" | "seed">, workers: readonly { id: string; url: string }[]): GatewayConfig {
+export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "fleet" | "seed" | "kvTuning">, workers: readonly { id: string; url: string }[]): GatewayConfig {
   const { fleet } = input;
   const wiring = POLICY_WIRING[input.policy];
   const c = defaultConfig();
@@ -84,6 +87,7 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
     hotPrefixSpread: wiring.closedLoop };
   // The reference policies keep the reference's weight; kvgate's use kvgate's default.
   if (!wiring.closedLoop) c.router.overlapWeight = REFERENCE_OVERLAP_WEIGHT;
+  else if (input.kvTuning) Object.assign(c.router, input.kvTuning);
   c.index = {
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
     capacity: Math.min(1 << 26, Math.max(c.index.capacity ?? DEFAULT_INDEX_CAPACITY, 2 * fleet.workers * fleet.engine.numGpuBlocks)),

@@ -27,6 +27,9 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --max-num-seqs N           concurrent sequences per engine (default 256)
   --max-model-len N          context limit (default: the longest request of the run, at least 32768)
   --model NAME               served model name (default kvgate-sim)
+  --overlap-weight W         the kv policies' cost weight of prefill blocks (default: kvgate's, 16); the dynamo
+                             policies keep the reference's 1
+  --no-hot-prefix-spread     the kv policies score every worker for every prompt (ablation)
   --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
   --sample-ms N              engine ms between per-worker load samples (default: about 200 samples per run)
   --warmup N                 first N requests replayed once, unmeasured, before the policies, so the first
@@ -49,6 +52,12 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
                              (warm-up requests would warm the same engines' caches). The report adds per-gateway
                              requests, errors and hit rates`;
 
+/** Overrides of kvgate's defaults for the kv_* policies, for ablations; the dynamo policies ignore them. */
+export interface KvTuning {
+  overlapWeight?: number;
+  hotPrefixSpread?: boolean;
+}
+
 export interface ReplayConfig {
   trace?: string;
   format?: "mooncake" | "azure";
@@ -61,6 +70,8 @@ export interface ReplayConfig {
   engine: { numGpuBlocks: number; blockSize: number; maxNumBatchedTokens: number; maxNumSeqs: number; maxModelLen?: number };
   model: string;
   seed: number;
+  /** kvgate's own knobs for the kv policies (undefined: kvgate's defaults). */
+  kvTuning: KvTuning;
   sampleEveryMs?: number;
   warmup: number;
   faults: ReplayFault[];
@@ -78,7 +89,7 @@ export interface ReplayConfig {
 const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
-  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value",
+  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "no-hot-prefix-spread": "bool",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
   "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
@@ -164,6 +175,10 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     },
     model: str("model") ?? "kvgate-sim",
     seed,
+    kvTuning: {
+      ...(f["overlap-weight"] !== undefined && { overlapWeight: num(f, "overlap-weight", 0, { min: 0 }) }),
+      ...(f["no-hot-prefix-spread"] === true && { hotPrefixSpread: false }),
+    },
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
     warmup: num(f, "warmup", viaGateways ? 0 : 50, { int: true, min: 0 }),
     faults: str("faults") !== undefined ? parseFaults(str("faults")!, num(f, "workers", 4, { int: true, min: 1 })) : [],

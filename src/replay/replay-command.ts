@@ -40,7 +40,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
     `${cfg.workers} engines × ${cfg.engine.numGpuBlocks} blocks of ${cfg.engine.blockSize} tokens` +
     `${via ? `, through ${cfg.gateways.length} running gateway${cfg.gateways.length > 1 ? "s" : ""} (round-robin)` : ""}\n`);
   const bar = new ProgressBar({ write: (t) => host.stderr(t), tty: host.stderrIsTTY, now: () => host.wall.now() });
-  const common = { fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed, sampleEveryMs, host };
+  const common = { fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed, kvTuning: cfg.kvTuning, sampleEveryMs, host };
   if (cfg.faults.length > 0) host.stderr(`replay: faults: ${describeFaults(cfg.faults)}\n`);
   const gatewayCommon = { gateways: cfg.gateways, model: cfg.model, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, host };
   type Extra = Pick<Parameters<typeof runPolicy>[0], "faults" | "decisionLog">;
