@@ -25,7 +25,7 @@ export interface RouterConfig {
   policy: RoutingPolicy;
   /**
    * Weight of uncached prefill blocks (the prompt's and those queued on the worker) against decode blocks. The
-   * reference uses 1; kvgate's default 16 won p99 TTFT against it in saturated replays (README, Routing quality).
+   * reference uses 1; kvgate's default 16 won p99 TTFT against it in saturated replays (README, Replay report).
    */
   overlapWeight: number;
   temperature: number;
