@@ -79,6 +79,9 @@ export interface Selection {
 
 const EMPTY: readonly RankState[] = [];
 
+/** A hot prefix leaves its workers when the cheapest of them costs more than this × the cheapest candidate. */
+export const SPREAD_VALVE = 1.5;
+
 export class Selector implements TieInputs {
   /** Overlap per index slot for the current request; valid only where stamp equals the request's generation. */
   readonly #overlap: Int32Array;
@@ -153,26 +156,65 @@ export class Selector implements TieInputs {
     let best = 0;
     for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
     const keys = p.assumeKvReuse && (p.willBook || anyActive) ? this.#readKeys(promptBlocks) : undefined;
-    let prefixKey = -1, spreadWorkers = 0;
-    if (promptBlocks > 0 && (p.willBook || this.spread !== undefined)) {
-      const words = keys ?? this.#readKeys(promptBlocks);
-      prefixKey = prefixKeyOf(words[0]!, words[1]!);
-      if (this.spread !== undefined && !p.pinned && n > 2 && this.#picker === undefined) {
-        const k = this.spread.workersFor(prefixKey, n);
-        if (k < n) {
-          ranks = this.#spreadSubset(ranks, n, k, words[0]!, words[1]!, gen);
-          n = spreadWorkers = k;
-          if (p.willBook) this.spread.spreadDecisions++;
-        }
-      }
-    }
     const isl = req.tokens.length;
     const inflight = keys !== undefined && anyActive ? this.inflight : undefined;
     inflight?.query(keys!, promptBlocks);
 
-    // The core's cost kernel reads f64 columns of `stride` entries; fill them straight from the rank loads.
     const cols = this.index.scoreColumns();
     const { f64, base, stride, run } = cols;
+    const costCol = base + ScoreCol.cost * stride;
+    this.#fillColumns(ranks, n, gen, inflight, blockSize);
+    const kernelDraw = this.rand();
+    let chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
+    if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
+    let prefixKey = -1, spreadWorkers = 0;
+    if (promptBlocks > 0 && (p.willBook || this.spread !== undefined)) {
+      const words = keys ?? this.#readKeys(promptBlocks);
+      prefixKey = prefixKeyOf(words[0]!, words[1]!);
+      const k = this.spread !== undefined && !p.pinned && n > 2 && this.#picker === undefined ? this.spread.workersFor(prefixKey, n) : n;
+      if (k < n) {
+        const idx = this.#spreadIdx;
+        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => rankKey(ranks[i]!), idx, this.#spreadWeights);
+        let globalMin = Infinity, setMin = Infinity;
+        for (let i = 0; i < n; i++) globalMin = Math.min(globalMin, f64[costCol + i]!);
+        for (let j = 0; j < k; j++) setMin = Math.min(setMin, f64[costCol + idx[j]!]!);
+        // The prefix's workers keep it unless they cost far more than the best elsewhere (a worker the set cannot
+        // leave would otherwise take any load): then the plain choice stands and the set follows the caches.
+        if (setMin <= SPREAD_VALVE * globalMin + 1) {
+          const sub = this.#spreadRanks;
+          sub.length = k;
+          for (let j = 0; j < k; j++) sub[j] = ranks[idx[j]!]!;
+          ranks = sub;
+          n = spreadWorkers = k;
+          this.#fillColumns(ranks, n, gen, inflight, blockSize);
+          chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
+          if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
+          if (p.willBook) this.spread!.spreadDecisions++;
+        }
+      }
+    }
+    this.#ranks = ranks;
+    this.#curKeys = keys;
+    this.#promptBlocks = promptBlocks;
+    this.#tie = undefined;
+    if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
+    else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, p.overlapWeight, promptBlocks, this);
+    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
+    this.#ranks = EMPTY;
+    const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
+    return {
+      rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
+      cachedTokens: Math.min(isl, overlapBlocks * blockSize),
+      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
+      potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
+      potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
+      keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, spreadWorkers, capture,
+    };
+  }
+
+  /** The core's cost kernel reads f64 columns of `stride` entries; filled straight from the rank loads. */
+  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number): void {
+    const { f64, base, stride } = this.index.scoreColumns();
     const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
     const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
@@ -186,37 +228,6 @@ export class Selector implements TieInputs {
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
     }
-    const kernelDraw = this.rand();
-    let chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
-    if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
-    this.#ranks = ranks;
-    this.#curKeys = keys;
-    this.#promptBlocks = promptBlocks;
-    this.#tie = undefined;
-    if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
-    else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, p.overlapWeight, promptBlocks, this);
-    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
-    this.#ranks = EMPTY;
-    const costCol = base + ScoreCol.cost * stride;
-    const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
-    return {
-      rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
-      cachedTokens: Math.min(isl, overlapBlocks * blockSize),
-      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
-      potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
-      potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
-      keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, spreadWorkers, capture,
-    };
-  }
-
-  /** The k candidates a hot prefix is served from (see pickSpreadSet), in the selector's reused rank array. */
-  #spreadSubset(ranks: readonly RankState[], n: number, k: number, lo: number, hi: number, gen: number): RankState[] {
-    const idx = this.#spreadIdx;
-    pickSpreadSet(n, k, lo, hi, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => rankKey(ranks[i]!), idx, this.#spreadWeights);
-    const out = this.#spreadRanks;
-    out.length = k;
-    for (let j = 0; j < k; j++) out[j] = ranks[idx[j]!]!;
-    return out;
   }
 
   /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs, BigInt-free, in the scratch buffer. */

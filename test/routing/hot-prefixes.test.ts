@@ -132,3 +132,28 @@ describe("router with hot-prefix spreading", () => {
     expect([...workers]).toEqual(["d"]);
   });
 });
+
+describe("hot-prefix spreading's valve", () => {
+  it("keeps a prefix on its worker while that is not far dearer, and leaves it when it is", async () => {
+    const f = await fixture({ queueThreshold: null }, ["a", "b", "c", "d"].map((w) => worker(w)));
+    const hotOn = new Set<string>();
+    // A fifth of the work: k = 1, its holder.
+    for (let i = 0; i < 200; i++) {
+      f.clock.advance(10);
+      const isHot = i % 5 === 0;
+      const r = await f.router.route({ requestId: `r${i}`, tokens: prompt(isHot ? 1 : 2 + (i % 40), 6 * BS, i, 2 * BS), model: "m" });
+      if (r.kind !== "routed") throw new Error(r.kind);
+      if (isHot && i >= 100) hotOn.add(r.signals.worker);
+      r.handle.finish();
+    }
+    expect(hotOn.size).toBe(1);
+    const [owner] = [...hotOn];
+    // Its worker takes a long queue of prefill: the next request of the prefix goes elsewhere.
+    for (let j = 0; j < 6; j++) {
+      const r = await f.router.route({ requestId: `big${j}`, tokens: prompt(500 + j, 64 * BS, j), model: "m", target: { worker: owner! } });
+      expect(r.kind).toBe("routed");
+    }
+    const next = await f.router.route({ requestId: "after", tokens: prompt(1, 6 * BS, 999, 2 * BS), model: "m" });
+    expect(next.kind === "routed" && next.signals.worker).not.toBe(owner);
+  });
+});
