@@ -30,6 +30,7 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --overlap-weight W         the kv policies' cost weight of prefill blocks (default: kvgate's, 16); the dynamo
                              policies keep the reference's 1
   --no-hot-prefix-spread     the kv policies score every worker for every prompt (ablation)
+  --no-closed-loop           the kv policies never act on reported hits (ablation: open loop, all else kvgate's)
   --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
   --sample-ms N              engine ms between per-worker load samples (default: about 200 samples per run)
   --warmup N                 first N requests replayed once, unmeasured, before the policies, so the first
@@ -56,6 +57,7 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
 export interface KvTuning {
   overlapWeight?: number;
   hotPrefixSpread?: boolean;
+  closedLoop?: boolean;
 }
 
 export interface ReplayConfig {
@@ -89,7 +91,7 @@ export interface ReplayConfig {
 const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
-  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "no-hot-prefix-spread": "bool",
+  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "no-hot-prefix-spread": "bool", "no-closed-loop": "bool",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
   "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
@@ -178,6 +180,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     kvTuning: {
       ...(f["overlap-weight"] !== undefined && { overlapWeight: num(f, "overlap-weight", 0, { min: 0 }) }),
       ...(f["no-hot-prefix-spread"] === true && { hotPrefixSpread: false }),
+      ...(f["no-closed-loop"] === true && { closedLoop: false }),
     },
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
     warmup: num(f, "warmup", viaGateways ? 0 : 50, { int: true, min: 0 }),

@@ -42,6 +42,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   const bar = new ProgressBar({ write: (t) => host.stderr(t), tty: host.stderrIsTTY, now: () => host.wall.now() });
   const common = { fleet, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, seed: cfg.seed, kvTuning: cfg.kvTuning, sampleEveryMs, host };
   if (cfg.faults.length > 0) host.stderr(`replay: faults: ${describeFaults(cfg.faults)}\n`);
+  if (Object.keys(cfg.kvTuning).length > 0) host.stderr(`replay: kv policies changed from kvgate's defaults: ${JSON.stringify(cfg.kvTuning)}\n`);
   const gatewayCommon = { gateways: cfg.gateways, model: cfg.model, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup, host };
   type Extra = Pick<Parameters<typeof runPolicy>[0], "faults" | "decisionLog">;
   const run1 = (policy: (typeof cfg.policies)[number], requests: typeof fit.kept, idPrefix: string, extra: Extra = {}): Promise<PolicyRun> => {

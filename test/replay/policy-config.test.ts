@@ -21,9 +21,10 @@ describe("replay policy configs", () => {
     expect(DEFAULT_CONFIG.overlapWeight).not.toBe(REFERENCE_OVERLAP_WEIGHT);
   });
 
-  it("applies --overlap-weight and --no-hot-prefix-spread to the kv policies only", () => {
+  it("applies --overlap-weight, --no-hot-prefix-spread and --no-closed-loop to the kv policies only", () => {
     const args = ["--overlap-weight", "4", "--no-hot-prefix-spread"];
     expect(routerOf("kv_events", args)).toMatchObject({ overlapWeight: 4, hotPrefixSpread: false, closedLoop: true });
+    expect(routerOf("kv_approx", ["--no-closed-loop"])).toMatchObject({ closedLoop: false, decodeAware: true, hotPrefixSpread: true });
     expect(routerOf("dynamo", args)).toMatchObject({ overlapWeight: REFERENCE_OVERLAP_WEIGHT, hotPrefixSpread: false });
     expect(parseReplayArgs([]).kvTuning).toEqual({});
     expect(() => parseReplayArgs(["--overlap-weight", "-1"])).toThrow();
