@@ -35,8 +35,8 @@ export class ClosedLoop {
   readonly monitor: PredictionMonitor;
 
   /**
-   * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each KV-event
-   *   rank's learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
+   * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's
+   *   learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
    */
   constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
     config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly onDistrust?: (info: DistrustInfo) => void) {
@@ -49,7 +49,9 @@ export class ClosedLoop {
     if (!w || !rank) return;
     const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents);
     if (!this.enabled) return;
-    if (w.kvEvents) this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
+    // Approximate ranks too: their learnt lifetime cannot follow an engine that evicts by capacity, not age, so the
+    // ratio left over still discounts what they are expected to report (and the prefill their bookings hold).
+    this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
     if (verdict !== "flagged") return;
     const ratio = this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.ratio ?? 0;
     const before = this.index.treeSizeOfSlot(rank.slot);

@@ -37,4 +37,17 @@ describe("closed-loop trust in the expected hits", () => {
     cache(f.index, "a", 0, p, 8);
     expect((await f.router.query({ requestId: "q2", tokens: p, model: "m" })).expectedCachedTokens).toBe(8 * BS);
   });
+
+  it("discounts an approximate rank's expected hits by the share its engine reports, too", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false }), worker("b", { kvEvents: false })]);
+    const p = prompt(3, 16 * BS, 3);
+    const first = await f.router.route({ requestId: "r0", tokens: p, model: "m", target: { worker: "a" } });
+    if (first.kind === "routed") first.handle.finish();
+    // a holds the prompt by kvgate's own record; its engine reports a third of what that predicts.
+    for (let i = 0; i < 24; i++) f.router.reportUsage({ worker: "a", dpRank: 0, predictedTokens: 15 * BS, reportedTokens: 5 * BS, promptTokens: 16 * BS });
+    const q = await f.router.query({ requestId: "q", tokens: p, model: "m", target: { worker: "a" } });
+    expect(q.cachedTokens).toBe(16 * BS);
+    expect(q.expectedCachedTokens).toBeGreaterThan(4 * BS);
+    expect(q.expectedCachedTokens).toBeLessThan(7 * BS);
+  });
 });
