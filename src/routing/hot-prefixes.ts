@@ -123,12 +123,18 @@ export class HotPrefixes {
 export function pickSpreadSet(n: number, k: number, lo: number, hi: number, held: (i: number) => boolean,
   rankKey: (i: number) => number, out: Int32Array, weights: Float64Array): number {
   for (let i = 0; i < n; i++) weights[i] = (held(i) ? 4294967296 : 0) + rendezvousWeight(lo, hi, rankKey(i));
-  // k is small (≤ n ≤ slots): a selection pass per pick beats sorting.
-  for (let j = 0; j < k; j++) {
-    let best = -1;
-    for (let i = 0; i < n; i++) if (weights[i]! >= 0 && (best < 0 || weights[i]! > weights[best]!)) best = i;
-    out[j] = best;
-    weights[best] = -1;
+  if (k <= 8) {
+    // A few picks: one selection pass each beats sorting all n.
+    for (let j = 0; j < k; j++) {
+      let best = -1;
+      for (let i = 0; i < n; i++) if (weights[i]! >= 0 && (best < 0 || weights[i]! > weights[best]!)) best = i;
+      out[j] = best;
+      weights[best] = -1;
+    }
+  } else {
+    const all = out.subarray(0, n);
+    for (let i = 0; i < n; i++) all[i] = i;
+    all.sort((a, b) => weights[b]! - weights[a]! || a - b);
   }
   out.subarray(0, k).sort();
   return k;

@@ -77,6 +77,19 @@ describe("pickSpreadSet", () => {
     expect(pick(ids, 2, new Set(["w1", "w2", "w3"]), 0x1234, 0x5678).every((w) => ["w1", "w2", "w3"].includes(w))).toBe(true);
   });
 
+  it("picks the same set by sorting when k is large as by selection passes", () => {
+    const many = Array.from({ length: 40 }, (_, i) => `w${i}`);
+    const held = new Set(["w3", "w17", "w31"]);
+    for (const k of [5, 8, 9, 20, 39]) {
+      const got = pick(many, k, held, 0xabcdef, 0x123);
+      expect(got).toHaveLength(k);
+      expect(new Set(got).size).toBe(k);
+      for (const h of held) expect(got).toContain(h);
+      // Every set is the top of one ranking: a larger k only adds workers.
+      expect(pick(many, k + 1, held, 0xabcdef, 0x123)).toEqual(expect.arrayContaining(got));
+    }
+  });
+
   it("spreads different prefixes over different workers", () => {
     const firsts = new Set<string>();
     for (let p = 0; p < 64; p++) firsts.add(pick(ids, 1, new Set(), Math.imul(p + 1, 0x9e3779b1) >>> 0, p)[0]!);
