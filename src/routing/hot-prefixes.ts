@@ -118,18 +118,23 @@ export class HotPrefixes {
  * Picks the `k` of `n` candidates a hot prefix is served from into `out` (indices, ascending): those already
  * holding the prefix first (no one pays its prefill again), then by rendezvous weight of the prefix on the rank,
  * so every replica picks the same workers. `held(i)` says whether candidate i caches the prefix; `rankKey(i)` is
- * its rendezvous key. Returns the count written (k).
+ * its rendezvous key. Equal weights (a 32-bit hash collision) keep the lower index. Returns the count written (k).
  */
 export function pickSpreadSet(n: number, k: number, lo: number, hi: number, held: (i: number) => boolean,
   rankKey: (i: number) => number, out: Int32Array, weights: Float64Array): number {
   for (let i = 0; i < n; i++) weights[i] = (held(i) ? 4294967296 : 0) + rendezvousWeight(lo, hi, rankKey(i));
-  if (k <= 8) {
-    // A few picks: one selection pass each beats sorting all n.
-    for (let j = 0; j < k; j++) {
-      let best = -1;
-      for (let i = 0; i < n; i++) if (weights[i]! >= 0 && (best < 0 || weights[i]! > weights[best]!)) best = i;
-      out[j] = best;
-      weights[best] = -1;
+  if (k <= 32) {
+    // The k heaviest by insertion into a sorted run: a candidate beats the lightest kept only ~k·ln(n/k) times.
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const w = weights[i]!;
+      if (m === k && w <= weights[out[k - 1]!]!) continue;
+      let j = m < k ? m++ : k - 1;
+      while (j > 0 && weights[out[j - 1]!]! < w) {
+        out[j] = out[j - 1]!;
+        j--;
+      }
+      out[j] = i;
     }
   } else {
     const all = out.subarray(0, n);

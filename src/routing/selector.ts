@@ -10,7 +10,7 @@ import type { RandomSource } from "./prng.ts";
 import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
 import type { DecisionCandidate, DecisionInputs } from "./decision-record.ts";
-import { breakTies, rankKeyOf, type TieInputs } from "./tie-break.ts";
+import { breakTies, type TieInputs } from "./tie-break.ts";
 import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts";
 import type { RankState } from "./worker-registry.ts";
 
@@ -174,7 +174,7 @@ export class Selector implements TieInputs {
       const k = this.spread !== undefined && !p.pinned && n > 2 && this.#picker === undefined ? this.spread.workersFor(prefixKey, n) : n;
       if (k < n) {
         const idx = this.#spreadIdx;
-        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => rankKey(ranks[i]!), idx, this.#spreadWeights);
+        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => ranks[i]!.key, idx, this.#spreadWeights);
         let globalMin = Infinity, setMin = Infinity;
         for (let i = 0; i < n; i++) globalMin = Math.min(globalMin, f64[costCol + i]!);
         for (let j = 0; j < k; j++) setMin = Math.min(setMin, f64[costCol + idx[j]!]!);
@@ -259,7 +259,7 @@ export class Selector implements TieInputs {
   }
 
   rankKey(i: number): number {
-    return rankKey(this.#ranks[i]!);
+    return this.#ranks[i]!.key;
   }
 
   firstBlockWords(): Uint32Array {
@@ -306,10 +306,3 @@ export class Selector implements TieInputs {
   }
 }
 
-/** A rank's rendezvous key, cached per rank (the string it hashes would otherwise be built per tie). */
-const rankKeys = new WeakMap<RankState, number>();
-function rankKey(r: RankState): number {
-  let k = rankKeys.get(r);
-  if (k === undefined) rankKeys.set(r, (k = rankKeyOf(r.worker.id, r.dpRank)));
-  return k;
-}

@@ -2,6 +2,7 @@
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { RankLoad } from "./rank-load.ts";
+import { rankKeyOf } from "./tie-break.ts";
 import type { WorkerHealth, WorkerRole, WorkerSpec } from "./routing-types.ts";
 
 export interface WorkerEntry {
@@ -30,6 +31,8 @@ export interface RankState {
   readonly dpRank: number;
   /** The KvIndex slot of (worker, rank), cached so the hot path avoids the slot map's string keys. */
   readonly slot: number;
+  /** Rendezvous identity of (worker, rank) (rankKeyOf), computed once: ties and hot-prefix sets hash it per candidate. */
+  readonly key: number;
   readonly load: RankLoad;
 }
 
@@ -88,7 +91,7 @@ export class WorkerRegistry {
     };
     try {
       for (let r = dpStart; r < dpStart + dpSize; r++) {
-        ranks.push({ worker: entry, dpRank: r, slot: this.index.slotFor(spec.id, r), load: new RankLoad(this.assumeKvReuse) });
+        ranks.push({ worker: entry, dpRank: r, slot: this.index.slotFor(spec.id, r), key: rankKeyOf(spec.id, r), load: new RankLoad(this.assumeKvReuse) });
       }
     } catch (e) {
       // Out of index slots: give back the ones this worker took so a failed add leaves nothing behind.

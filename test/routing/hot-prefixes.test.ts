@@ -77,14 +77,15 @@ describe("pickSpreadSet", () => {
     expect(pick(ids, 2, new Set(["w1", "w2", "w3"]), 0x1234, 0x5678).every((w) => ["w1", "w2", "w3"].includes(w))).toBe(true);
   });
 
-  it("picks the same set by sorting when k is large as by selection passes", () => {
+  it("picks the same set by sorting when k is large as by insertion when it is small", () => {
     const many = Array.from({ length: 40 }, (_, i) => `w${i}`);
     const held = new Set(["w3", "w17", "w31"]);
-    for (const k of [5, 8, 9, 20, 39]) {
+    for (const k of [1, 5, 8, 9, 20, 32, 33, 39]) {
       const got = pick(many, k, held, 0xabcdef, 0x123);
       expect(got).toHaveLength(k);
       expect(new Set(got).size).toBe(k);
-      for (const h of held) expect(got).toContain(h);
+      if (k >= held.size) for (const h of held) expect(got).toContain(h);
+      else for (const w of got) expect(held.has(w)).toBe(true);
       // Every set is the top of one ranking: a larger k only adds workers.
       expect(pick(many, k + 1, held, 0xabcdef, 0x123)).toEqual(expect.arrayContaining(got));
     }

@@ -3,6 +3,7 @@ import { KvgateError } from "../../src/core/errors.ts";
 import { createPrng } from "../../src/routing/prng.ts";
 import { RankLoad } from "../../src/routing/rank-load.ts";
 import { Selector, type InflightOverlap } from "../../src/routing/selector.ts";
+import { rankKeyOf } from "../../src/routing/tie-break.ts";
 import type { RankState, WorkerEntry } from "../../src/routing/worker-registry.ts";
 import { BS, cache, fixture, prompt, smallIndex, worker } from "./helpers.ts";
 import * as hooks from "../support/kv-index-hooks.ts";
@@ -47,7 +48,7 @@ describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker
       cache(index, id as string, 0, tokens, cached as number);
       const slot = index.slotFor(id as string, 0);
       inflight.bySlot.set(slot, activeOverlap as number);
-      return { worker: entry(id as string), dpRank: 0, slot, load: new FixedLoad(0) };
+      return { worker: entry(id as string), dpRank: 0, slot, key: rankKeyOf(id as string, 0), load: new FixedLoad(0) };
     });
     let t = 0;
     const sel = new Selector(index, createPrng(1), () => t++, "kv", inflight);
