@@ -69,10 +69,9 @@ export interface Selection {
   hashMatchMs: number;
   /** Fine-timer reading when matching ended; scheduling time is measured from here to the end of booking. */
   matchedAt: number;
-  /** The prompt's prefix identity (its first block, see prefixKeyOf); -1 when it has no full block. */
+  /** The prompt's prefix identity (its first block, see prefixKeyOf) for hot-prefix spreading; -1 when spreading is
+   * off or the prompt has no full block. */
   prefixKey: number;
-  /** Workers a hot prefix restricted this choice to; 0 when it was not restricted. */
-  spreadWorkers: number;
   /** Set when the params asked for a capture. */
   capture?: SelectionCapture;
 }
@@ -167,11 +166,11 @@ export class Selector implements TieInputs {
     const kernelDraw = this.rand();
     let chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
-    let prefixKey = -1, spreadWorkers = 0;
-    if (promptBlocks > 0 && (p.willBook || this.spread !== undefined)) {
+    let prefixKey = -1;
+    if (this.spread !== undefined && promptBlocks > 0) {
       const words = keys ?? this.#readKeys(promptBlocks);
       prefixKey = prefixKeyOf(words[0]!, words[1]!);
-      const k = this.spread !== undefined && !p.pinned && n > 2 && this.#picker === undefined ? this.spread.workersFor(prefixKey, n) : n;
+      const k = !p.pinned && n > 2 && this.#picker === undefined ? this.spread.workersFor(prefixKey, n) : n;
       if (k < n) {
         const idx = this.#spreadIdx;
         pickSpreadSet(n, k, words[0]!, words[1]!, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => ranks[i]!.key, idx, this.#spreadWeights);
@@ -185,11 +184,11 @@ export class Selector implements TieInputs {
           sub.length = k;
           for (let j = 0; j < k; j++) sub[j] = ranks[idx[j]!]!;
           ranks = sub;
-          n = spreadWorkers = k;
+          n = k;
           this.#fillColumns(ranks, n, gen, inflight, blockSize);
           chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
           if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
-          if (p.willBook) this.spread!.spreadDecisions++;
+          if (p.willBook) this.spread.spreadDecisions++;
         }
       }
     }
@@ -208,7 +207,7 @@ export class Selector implements TieInputs {
       expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
       potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
-      keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, spreadWorkers, capture,
+      keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, capture,
     };
   }
 
