@@ -24,4 +24,5 @@ export const C_CORRUPT: i32 = 6;
 export const C_EVICTED: i32 = 7;
 export const C_EXPIRED: i32 = 8;
 export const C_PRUNED: i32 = 9;
+export const C_CAPPED: i32 = 10;
 export const COUNTERS: i32 = 16;

@@ -8,8 +8,9 @@ import { nodeInit, nodeBytes, liveNodes } from "./index/node-table";
 import { entryInit, RECORD_BYTES } from "./index/entry-table";
 import { ttlInit, ttlCount } from "./index/ttl-store";
 import { heapInit, heapLen } from "./index/ttl-heap";
+import { lruInit } from "./index/ttl-lru";
 import {
-  indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt,
+  indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt, setSlotCapacity,
   totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
@@ -61,6 +62,7 @@ export function init(
   const entryTable = reserve(<usize>tableCount * RECORD_BYTES);
   const timers = reserve(<usize>heapCap << 5);
   const heap = reserve(<usize>heapCap << 5);
+  const lruLinks = reserve(<usize>heapCap << 3), lruLists = reserve(<usize>maxSlots << 4);
   const perSlot = <usize>maxSlots << 2;
   const sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);
   counters = reserve(<usize>COUNTERS << 2);
@@ -77,13 +79,14 @@ export function init(
   const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
   const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
-  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || sizesR == 0 || aliasR == 0 ||
+  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || lruLinks == 0 || lruLists == 0 || sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
       result == 0 || mm == 0 || digest == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
   nodeInit(nodes, tableCount, words, salt ^ 0x9E3779B97F4A7C15);
   entryInit(entryTable, tableCount, <u32>capacity, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
   ttlInit(timers, heapCap);
   heapInit(heap, heapCap);
+  lruInit(lruLinks, lruLists, maxSlots);
   indexInit(maxSlots, sizesR, openR, aliasR, counters);
   dupInit(dupR, dupCount);
   setApprox(<u32>approxMax, pruneRatio);
@@ -266,6 +269,13 @@ export function record_route(slot: i32, nBlocks: i32, now: f64, ttl: f64): i32 {
 }
 
 export function expire(now: f64): i32 { return ready ? expireAt(now) : E_STATE; }
+
+/** Approximate mode: `slot` keeps at most `capacity` routed blocks, least recent dropped first (0 = TTLs only). */
+export function slot_capacity(slot: i32, capacity: i32): i32 {
+  if (!ready) return E_STATE;
+  if (capacity < 0) return E_BAD_ARG;
+  return setSlotCapacity(slot, <u32>capacity);
+}
 
 /** Entries IO holds as 32-byte snapshot records (see assembly/index/entry-dump.ts). */
 export function dump_cap(): i32 { return ready ? <i32>((<usize>ioCap * 24) >> 5) : 0; }

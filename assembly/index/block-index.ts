@@ -10,9 +10,11 @@ import {
 } from "./entry-table";
 import { ttlAlloc, ttlFree, ttlRefresh, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
 import { heapPush, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
+import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity } from "./ttl-lru";
 import {
   OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
   C_APPLIED, C_PARENT_MISSING, C_INVALID, C_CAPACITY, C_UNKNOWN_REMOVED, C_BAD_SLOT, C_EVICTED, C_EXPIRED, C_PRUNED,
+  C_CAPPED,
 } from "../abi";
 
 export let maxSlots: i32 = 0;
@@ -55,6 +57,7 @@ export function slotOk(slot: i32): bool {
 export function slotOpen(slot: i32): i32 {
   if (slot < 0 || slot >= maxSlots) return E_BAD_SLOT;
   store<u8>(open + <usize>slot, 1);
+  lruSetCapacity(slot, 0);
   return OK;
 }
 
@@ -289,6 +292,7 @@ export function slotClose(slot: i32): i32 {
   const r = clearSlot(slot);
   if (r < 0) return r;
   store<u8>(open + <usize>slot, 0);
+  lruSetCapacity(slot, 0);
   return OK;
 }
 
@@ -344,7 +348,40 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
     done++;
     prune();
   }
+  // Recency as an engine's LRU sees a finished request: its first block most recent, its deepest evicted first.
+  for (let i = n - 1; i >= 0; i--) {
+    const seq = load<u64>(seqs + (<usize>i << 3));
+    const r = entryFind(slot, seq);
+    if (r == 0 || load<u64>(r, R_SEQ) != seq) continue;
+    const t = load<u32>(r, R_TTL);
+    if (t != 0) lruTouch(slot, t - 1);
+  }
+  enforceCapacity(slot);
   return done;
+}
+
+/** Drops the slot's least recent timed entries while it holds more than its capacity; returns how many. */
+function enforceCapacity(slot: i32): u32 {
+  const cap = lruCapacity(slot);
+  if (cap == 0) return 0;
+  let n: u32 = 0;
+  while (lruCount(slot) > cap) {
+    const t = ttlRec(<u32>lruOldest(slot));
+    drop(entryFind(slot, load<u64>(t, T_HASH)));
+    n++;
+  }
+  if (n > 0) count(C_CAPPED, n);
+  return n;
+}
+
+/**
+ * Approximate mode: at most `capacity` timed entries on `slot` (0 = no bound but the TTLs); entries the engine's
+ * events confirmed are not counted. Returns entries dropped at once to meet it.
+ */
+export function setSlotCapacity(slot: i32, capacity: u32): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  lruSetCapacity(slot, capacity);
+  return <i32>enforceCapacity(slot);
 }
 
 export function totalEntries(): u32 {

@@ -1,5 +1,7 @@
 // Approximate-mode timers: one record per TTL'd entry with a stable id (entry records move, timers must not).
-// The generation bumps on every change so heap items pushed for an older state pop as no-ops.
+// The generation bumps on every change so heap items pushed for an older state pop as no-ops. Every live timer is
+// also in its slot's recency list (ttl-lru.ts).
+import { lruAdd, lruRemove } from "./ttl-lru";
 
 // Record (32 bytes): expiry f64 | hash u64 | slot u32 | depth u32 | gen u32 | flags or free-list next u32
 // @ts-ignore: decorator
@@ -54,6 +56,7 @@ export function ttlAlloc(slot: i32, hash: u64, depth: u32, expiry: f64): i32 {
   store<u32>(r, load<u32>(r, T_GEN) + 1, T_GEN);
   store<u32>(r, 1, T_LINK);
   ttlCount++;
+  lruAdd(slot, id);
   return <i32>id;
 }
 
@@ -77,6 +80,7 @@ export function ttlRefresh(id: u32, depth: u32, expiry: f64): bool {
 
 export function ttlFree(id: u32): void {
   const r = ttlRec(id);
+  lruRemove(load<i32>(r, T_SLOT), id);
   store<u32>(r, load<u32>(r, T_GEN) + 1, T_GEN);
   store<u32>(r, freeHead | 0x80000000, T_LINK);
   freeHead = id + 1;

@@ -281,6 +281,20 @@ export class KvIndex {
     return this.#guard("expire", (c) => c.expire(now));
   }
 
+  /**
+   * Approximate mode: (worker, rank) keeps at most `blocks` routed blocks, its least recently routed dropped first, as
+   * the engine's LRU cache would (0: only the TTLs bound them). Returns the blocks dropped at once.
+   */
+  setSlotCapacity(worker: string, dpRank: number, blocks: number): number {
+    if (!Number.isInteger(blocks) || blocks < 0 || blocks > 0x7fffffff) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `slot capacity ${blocks} is not a block count`);
+    const slot = this.slotFor(worker, dpRank);
+    return this.#guard("slot_capacity", (c) => {
+      const r = c.slot_capacity(slot, blocks);
+      if (r < 0) throw statusError(r, "slot_capacity");
+      return r;
+    });
+  }
+
   /** Scoring-region access for the selection kernel (see score-kernel.ts). */
   scoreColumns(): ScoreColumns {
     return this.#guard("score", (c) => {

@@ -26,6 +26,7 @@ export interface RefCounters {
   evicted: number;
   expired: number;
   pruned: number;
+  capped: number;
 }
 
 export function chainStep(prev: bigint, local: bigint): bigint {
@@ -51,7 +52,11 @@ export class ReferenceIndex {
   readonly entries = new Map<number, Map<bigint, RefEntry>>();
   /** slot → prefix → number of entries of that slot standing for it */
   readonly holds = new Map<number, Map<bigint, number>>();
-  readonly counters: RefCounters = { applied: 0, parentMissing: 0, invalid: 0, capacity: 0, unknownRemoved: 0, badSlot: 0, evicted: 0, expired: 0, pruned: 0 };
+  readonly counters: RefCounters = { applied: 0, parentMissing: 0, invalid: 0, capacity: 0, unknownRemoved: 0, badSlot: 0, evicted: 0, expired: 0, pruned: 0, capped: 0 };
+  /** slot → engine hashes of its timed entries, least recently routed first (a Map iterates in insertion order). */
+  readonly recency = new Map<number, Map<bigint, true>>();
+  /** slot → most timed entries it keeps (absent: no bound but the TTLs). */
+  readonly capacities = new Map<number, number>();
   size = 0;
   ttlCount = 0;
 
@@ -63,9 +68,11 @@ export class ReferenceIndex {
 
   openSlot(slot: number): void {
     this.open.add(slot);
+    this.capacities.delete(slot);
     if (!this.entries.has(slot)) {
       this.entries.set(slot, new Map());
       this.holds.set(slot, new Map());
+      this.recency.set(slot, new Map());
     }
   }
 
@@ -86,7 +93,10 @@ export class ReferenceIndex {
     const h = this.holds.get(slot)!;
     h.set(e.seq, (h.get(e.seq) ?? 0) + 1);
     this.size++;
-    if (e.expiry > 0) this.ttlCount++;
+    if (e.expiry > 0) {
+      this.ttlCount++;
+      this.recency.get(slot)!.set(hash, true);
+    }
   }
 
   #drop(slot: number, hash: bigint): void {
@@ -98,7 +108,10 @@ export class ReferenceIndex {
     if (c === 0) h.delete(e.seq);
     else h.set(e.seq, c);
     this.size--;
-    if (e.expiry > 0) this.ttlCount--;
+    if (e.expiry > 0) {
+      this.ttlCount--;
+      this.recency.get(slot)!.delete(hash);
+    }
   }
 
   /** Live approximate entries in eviction order: earliest expiry, then deepest, then slot, then hash. */
@@ -146,7 +159,7 @@ export class ReferenceIndex {
       prev = seq;
       const e = mine.get(b.hash);
       if (e && e.seq === seq) {
-        if (e.expiry > 0) { e.expiry = 0; this.ttlCount--; }
+        if (e.expiry > 0) { e.expiry = 0; this.ttlCount--; this.recency.get(slot)!.delete(b.hash); }
         e.depth = depth + i;
         return;
       }
@@ -178,7 +191,31 @@ export class ReferenceIndex {
   }
 
   closeSlot(slot: number): void {
-    if (this.clear(slot)) this.open.delete(slot);
+    if (this.clear(slot)) {
+      this.open.delete(slot);
+      this.capacities.delete(slot);
+    }
+  }
+
+  /** Approximate mode: the slot keeps at most `capacity` timed entries (0: no bound); returns entries dropped. */
+  setCapacity(slot: number, capacity: number): number {
+    if (!this.open.has(slot)) { this.counters.badSlot++; return -1; }
+    if (capacity > 0) this.capacities.set(slot, capacity);
+    else this.capacities.delete(slot);
+    return this.#enforceCapacity(slot);
+  }
+
+  #enforceCapacity(slot: number): number {
+    const cap = this.capacities.get(slot);
+    if (cap === undefined) return 0;
+    const order = this.recency.get(slot)!;
+    let n = 0;
+    while (order.size > cap) {
+      this.#drop(slot, order.keys().next().value!);
+      n++;
+    }
+    this.counters.capped += n;
+    return n;
   }
 
   expire(now: number): number {
@@ -229,6 +266,15 @@ export class ReferenceIndex {
       done++;
       this.#prune();
     }
+    // The engine's LRU after the request: its first block most recent, its deepest the first to go.
+    const order = this.recency.get(slot)!;
+    for (let i = seqs.length - 1; i >= 0; i--) {
+      const e = mine.get(seqs[i]!);
+      if (!e || e.seq !== seqs[i] || e.expiry === 0) continue;
+      order.delete(seqs[i]!);
+      order.set(seqs[i]!, true);
+    }
+    this.#enforceCapacity(slot);
     return done;
   }
 

@@ -48,10 +48,14 @@ interface Scenario {
   remove: number;
   /** Scales how often workers are cleared or leave (1 = default). */
   churn: number;
+  /** Share of recorded decisions preceded by a new capacity for their slot (default 0.08; caps starve pruning). */
+  capShare?: number;
 }
 
 async function runScenario(s: Scenario): Promise<void> {
   const rnd = seededRandom(s.seed);
+  // Capacity operations draw from their own stream, so the rest of each scenario is the sequence it always was.
+  const capRnd = seededRandom(s.seed + 1_000);
   const nodes = buildUniverse(rnd, s.universe);
   const idx = new KvIndex(await loadCoreModule("release"), {
     maxSlots: s.workers * s.ranks, capacity: s.capacity, approxMaxBlocks: s.approxMax, pruneTargetRatio: 0.8,
@@ -147,6 +151,11 @@ async function runScenario(s: Scenario): Promise<void> {
       const path = pathTo(nodes[rnd.int(nodes.length)]!);
       const seqs = path.map((n) => n.seq);
       const ttl = 5_000 + rnd.int(200_000);
+      // The closed loop's learnt capacity: sometimes set, sometimes lifted (0), often below what the slot holds.
+      if (capRnd.next() < (s.capShare ?? 0.08)) {
+        const cap = capRnd.next() < 0.2 ? 0 : 1 + capRnd.int(capRnd.next() < 0.5 ? 40 : 2 * s.approxMax);
+        expect(idx.setSlotCapacity(key(w, r), r, cap)).toBe(ref.setCapacity(slot, cap));
+      }
       expect(hooks.recordHashes(idx, key(w, r), r, seqs, now, ttl)).toBe(ref.record(slot, seqs, now, ttl));
     } else if (roll < t[3]!) {
       // find_matches of a random prompt prefix.
@@ -189,11 +198,11 @@ async function runScenario(s: Scenario): Promise<void> {
   const c = idx.counters();
   expect({
     applied: c.applied, parentMissing: c.parentMissing, invalid: c.invalid, capacity: c.capacity,
-    unknownRemoved: c.unknownRemoved, evicted: c.evicted, expired: c.expired, pruned: c.pruned,
+    unknownRemoved: c.unknownRemoved, evicted: c.evicted, expired: c.expired, pruned: c.pruned, capped: c.capped,
   }).toEqual({
     applied: ref.counters.applied, parentMissing: ref.counters.parentMissing, invalid: ref.counters.invalid,
     capacity: ref.counters.capacity, unknownRemoved: ref.counters.unknownRemoved, evicted: ref.counters.evicted,
-    expired: ref.counters.expired, pruned: ref.counters.pruned,
+    expired: ref.counters.expired, pruned: ref.counters.pruned, capped: ref.counters.capped,
   });
   // Every kind of event and pressure must actually have happened for the comparison to mean anything.
   expect(digestsCompared).toBeGreaterThan(0);
@@ -201,6 +210,7 @@ async function runScenario(s: Scenario): Promise<void> {
   expect(c.invalid).toBeGreaterThan(0);
   expect(c.unknownRemoved).toBeGreaterThan(0);
   expect(c.expired).toBeGreaterThan(0);
+  if (s.capShare !== 0) expect(c.capped).toBeGreaterThan(0);
   if (s.store > 0.4) {
     expect(c.evicted).toBeGreaterThan(0);
     expect(c.capacity).toBeGreaterThan(0);
@@ -213,7 +223,7 @@ describe("WASM index vs reference model on random operation sequences", () => {
     { seed: 1, ops: 50_000, workers: 6, ranks: 1, capacity: 400, approxMax: 40, universe: 300, store: 0.45, remove: 0.07, churn: 0.05 },
     { seed: 2, ops: 50_000, workers: 4, ranks: 2, capacity: 900, approxMax: 30, universe: 500, store: 0.34, remove: 0.18, churn: 1 },
     { seed: 3, ops: 40_000, workers: 40, ranks: 2, capacity: 2_000, approxMax: 1_500, universe: 800, store: 0.34, remove: 0.18, churn: 1 },
-    { seed: 4, ops: 40_000, workers: 3, ranks: 1, capacity: 150, approxMax: 60, universe: 120, store: 0.5, remove: 0.05, churn: 0.05 },
+    { seed: 4, ops: 40_000, workers: 3, ranks: 1, capacity: 150, approxMax: 60, universe: 120, store: 0.5, remove: 0.05, churn: 0.05, capShare: 0 },
     { seed: 5, ops: 30_000, workers: 70, ranks: 1, capacity: 5_000, approxMax: 3_000, universe: 1_500, store: 0.34, remove: 0.18, churn: 1 },
   ];
   for (const s of scenarios) {

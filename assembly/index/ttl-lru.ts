@@ -1,0 +1,72 @@
+// Approximate mode's recency order per slot: a doubly linked list of each slot's timers, so a slot given a capacity
+// (learnt from the engine's reported hits) drops its least recently routed blocks first, as the engine's LRU does.
+
+// Per timer id (8 bytes): previous id + 1 u32 | next id + 1 u32 (0 = none)
+let links: usize = 0;
+// Per slot (16 bytes): head (least recent) id + 1 u32 | tail id + 1 u32 | timers u32 | capacity u32 (0 = none)
+let lists: usize = 0;
+
+export function lruInit(linkBase: usize, listBase: usize, slots: i32): void {
+  links = linkBase;
+  lists = listBase;
+  memory.fill(listBase, 0, <usize>slots << 4);
+}
+
+// @ts-ignore: decorator
+@inline function link(id: u32): usize { return links + (<usize>id << 3); }
+// @ts-ignore: decorator
+@inline function list(slot: i32): usize { return lists + (<usize>slot << 4); }
+
+function unlink(slot: i32, id: u32): void {
+  const l = list(slot), me = link(id);
+  const prev = load<u32>(me), next = load<u32>(me, 4);
+  if (prev != 0) store<u32>(link(prev - 1), next, 4);
+  else store<u32>(l, next);
+  if (next != 0) store<u32>(link(next - 1), prev);
+  else store<u32>(l, prev, 4);
+}
+
+function append(slot: i32, id: u32): void {
+  const l = list(slot), me = link(id);
+  const tail = load<u32>(l, 4);
+  store<u32>(me, tail);
+  store<u32>(me, 0, 4);
+  if (tail != 0) store<u32>(link(tail - 1), id + 1, 4);
+  else store<u32>(l, id + 1);
+  store<u32>(l, id + 1, 4);
+}
+
+/** A new timer of `slot` is its most recent. */
+export function lruAdd(slot: i32, id: u32): void {
+  append(slot, id);
+  store<u32>(list(slot), load<u32>(list(slot), 8) + 1, 8);
+}
+
+export function lruRemove(slot: i32, id: u32): void {
+  unlink(slot, id);
+  store<u32>(list(slot), load<u32>(list(slot), 8) - 1, 8);
+}
+
+/** Makes timer `id` (already in `slot`'s list) the slot's most recent. */
+export function lruTouch(slot: i32, id: u32): void {
+  if (load<u32>(list(slot), 4) == id + 1) return;
+  unlink(slot, id);
+  append(slot, id);
+}
+
+/** The slot's least recent timer, or -1 when it has none. */
+export function lruOldest(slot: i32): i32 {
+  return <i32>load<u32>(list(slot)) - 1;
+}
+
+export function lruCount(slot: i32): u32 {
+  return load<u32>(list(slot), 8);
+}
+
+export function lruCapacity(slot: i32): u32 {
+  return load<u32>(list(slot), 12);
+}
+
+export function lruSetCapacity(slot: i32, capacity: u32): void {
+  store<u32>(list(slot), capacity, 12);
+}
