@@ -98,6 +98,7 @@ export class GatewayMetrics {
   readonly predictionError = this.registry.gauge("kvgate_prediction_error", "Closed loop, per worker rank: running mean of (predicted − reported cached tokens) / prompt tokens; 0 = predictions confirmed, > 0 = kvgate over-predicts");
   readonly predictionRatio = this.registry.gauge("kvgate_prediction_ratio", "Closed loop, per worker rank: reported over predicted cached tokens (running means; 1 = right)");
   readonly approxTtl = this.registry.gauge("kvgate_approx_block_ttl_seconds", "Closed loop, approximate-mode worker ranks: the block lifetime learnt from reported hits");
+  readonly approxCapacity = this.registry.gauge("kvgate_approx_cache_capacity_blocks", "Closed loop, approximate-mode worker ranks: the cache size kvgate models the rank with (declared, then learnt from reported hits)");
   readonly hotPrefixes = this.registry.gauge("kvgate_hot_prefixes", "Hot-prefix spreading: prompt prefixes tracked, and those now served from a subset of at least two workers (state=spread)");
   readonly hotPrefixDecisions = this.registry.counter("kvgate_hot_prefix_decisions_total", "Routing decisions hot-prefix spreading restricted to its prefix's workers");
   readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");
@@ -216,12 +217,13 @@ export class GatewayMetrics {
       this.workerRequests.set(l, r.activeRequests);
       this.workerHealthy.set({ worker: r.worker }, r.health === "healthy" ? 1 : 0);
     }
-    for (const g of [this.predictionError, this.predictionRatio, this.approxTtl]) g.reset();
+    for (const g of [this.predictionError, this.predictionRatio, this.approxTtl, this.approxCapacity]) g.reset();
     for (const p of snap.predictions) {
       const l = { worker: p.worker, dp_rank: p.dpRank };
       this.predictionError.set(l, p.error);
       this.predictionRatio.set(l, p.ratio);
       if (p.precise === false) this.approxTtl.set(l, p.ttlMs / 1000);
+      if (p.capacityBlocks !== undefined) this.approxCapacity.set(l, p.capacityBlocks);
     }
     if (snap.hotPrefixes) {
       this.hotPrefixes.set({ state: "tracked" }, snap.hotPrefixes.tracked);

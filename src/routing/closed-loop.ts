@@ -1,9 +1,10 @@
 /**
  * @module Acts on the prediction monitor's verdicts: a precise-mode rank whose engine keeps reporting far fewer cached
  * tokens than its index promised loses its index entries (they come back only as the engine's events confirm them),
- * and approximate-mode ranks record prompts with the lifetime learnt for them.
+ * and approximate-mode ranks are modelled as LRU caches of a learnt capacity (a learnt lifetime until one is known).
  */
 import type { KvIndex } from "../core/kv-index.ts";
+import { CapacityLearner } from "./capacity-learner.ts";
 import { PredictionMonitor, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
 import type { WorkerRegistry } from "./worker-registry.ts";
 
@@ -33,6 +34,9 @@ export interface DistrustInfo {
 
 export class ClosedLoop {
   readonly monitor: PredictionMonitor;
+  readonly capacity = new CapacityLearner();
+  /** The index generation the core's slot capacities were set in (a trap rebuilds the core without them). */
+  #generation: number;
 
   /**
    * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's
@@ -41,14 +45,21 @@ export class ClosedLoop {
   constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
     config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly onDistrust?: (info: DistrustInfo) => void) {
     this.monitor = new PredictionMonitor(config);
+    this.#generation = index.generation;
   }
 
   report(u: UsageReport): void {
     const w = this.registry.get(u.worker);
     const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
     if (!w || !rank) return;
-    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents);
+    const k = rankKey(u.worker, u.dpRank);
+    const governed = !w.kvEvents && this.enabled && this.capacity.blocksOf(k) !== undefined;
+    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents, !governed);
     if (!this.enabled) return;
+    if (!w.kvEvents) {
+      const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot));
+      if (moved !== undefined) this.index.setSlotCapacity(u.worker, u.dpRank, moved);
+    }
     // Approximate ranks too: their learnt lifetime cannot follow an engine that evicts by capacity, not age, so the
     // ratio left over still discounts what they are expected to report (and the prefill their bookings hold).
     this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
@@ -62,18 +73,52 @@ export class ClosedLoop {
     this.onDistrust?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
   }
 
-  /** The lifetime approximate mode records this rank's next prompt with. */
+  /**
+   * The lifetime approximate mode records this rank's next prompt with. A rank with a capacity (its worker declares
+   * its KV blocks, or one was learnt) is bounded by it, as its engine is, and its blocks get the longest lifetime.
+   */
   ttlFor(worker: string, dpRank: number): number {
-    return this.enabled ? this.monitor.ttlFor(worker, dpRank) : this.monitor.config.approxTtlMs;
+    if (!this.enabled) return this.monitor.config.approxTtlMs;
+    const k = rankKey(worker, dpRank);
+    this.#reapply();
+    if (this.capacity.blocksOf(k) === undefined) {
+      const declared = this.registry.get(worker)?.totalKvBlocks;
+      if (declared === undefined) return this.monitor.ttlFor(worker, dpRank);
+      this.index.setSlotCapacity(worker, dpRank, this.capacity.start(k, declared));
+    }
+    return this.monitor.config.maxTtlMs;
+  }
+
+  /** After a trap rebuilt the core, its slots have no capacities: set the learnt ones again. */
+  #reapply(): void {
+    if (this.index.generation === this.#generation) return;
+    this.#generation = this.index.generation;
+    for (const k of this.capacity.keys()) {
+      const [worker, rank] = k.split("\u0000");
+      const w = this.registry.get(worker!);
+      if (w && !w.kvEvents) this.index.setSlotCapacity(worker!, Number(rank), this.capacity.blocksOf(k)!);
+    }
   }
 
   /** The worker left or its view was rebuilt from scratch: its samples no longer describe anything. */
   forget(worker: string): void {
-    for (const r of this.registry.get(worker)?.ranks ?? []) this.trust[r.slot] = 1;
+    for (const r of this.registry.get(worker)?.ranks ?? []) {
+      this.trust[r.slot] = 1;
+      this.capacity.forget(rankKey(worker, r.dpRank));
+    }
     this.monitor.reset(worker);
   }
 
   snapshot(): RankPrediction[] {
-    return this.monitor.snapshot().map((p) => ({ ...p, precise: this.registry.get(p.worker)?.kvEvents ?? true }));
+    return this.monitor.snapshot().map((p) => {
+      const precise = this.registry.get(p.worker)?.kvEvents ?? true;
+      const cap = precise ? undefined : this.capacity.blocksOf(rankKey(p.worker, p.dpRank));
+      // A rank bounded by a capacity records its blocks with the longest lifetime (ttlFor), and says so.
+      return cap === undefined ? { ...p, precise } : { ...p, precise, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
+    });
   }
+}
+
+function rankKey(worker: string, dpRank: number): string {
+  return `${worker}\u0000${dpRank}`;
 }

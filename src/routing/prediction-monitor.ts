@@ -43,6 +43,8 @@ export interface RankPrediction {
   flagged: boolean;
   /** Approximate mode's learnt block lifetime for the rank. */
   ttlMs: number;
+  /** Approximate mode: the cache size, in blocks, kvgate models the rank with (declared, then learnt). */
+  capacityBlocks?: number;
   /** Whether the rank's index comes from KV events (filled in by the closed loop, which knows the worker). */
   precise?: boolean;
 }
@@ -72,9 +74,9 @@ export class PredictionMonitor {
   /**
    * One response: `predicted` cached tokens at routing time, `reported` by the engine, out of `prompt`. `precise`
    * says whether the rank's index comes from KV events (flagging applies) or from kvgate's own decisions (the
-   * lifetime is learnt instead).
+   * lifetime is learnt instead, unless `steerTtl` is false: a capacity bounds the rank).
    */
-  observe(worker: string, dpRank: number, predicted: number, reported: number, prompt: number, precise: boolean): PredictionVerdict {
+  observe(worker: string, dpRank: number, predicted: number, reported: number, prompt: number, precise: boolean, steerTtl = true): PredictionVerdict {
     if (!(prompt > 0) || !(predicted >= 0) || !(reported >= 0)) return "none";
     const s = this.#rank(worker, dpRank);
     const a = this.config.alpha;
@@ -90,7 +92,9 @@ export class PredictionMonitor {
     s.meanReported = first ? r : s.meanReported + a * (r - s.meanReported);
     if (s.meanPredicted > 0) s.ratio = Math.min(s.meanReported / s.meanPredicted, 4);
     if (s.samples < this.config.minSamples || s.predictedTokens === 0) return "none";
-    return precise ? this.#judge(s) : (this.#steer(s), "none");
+    if (precise) return this.#judge(s);
+    if (steerTtl) this.#steer(s);
+    return "none";
   }
 
   /** The lifetime to record this rank's next routed prompt with (the fixed TTL until the rank has evidence). */

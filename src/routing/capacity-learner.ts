@@ -1,0 +1,96 @@
+/**
+ * @module Approximate mode's learnt cache size per rank. kvgate models each approximate rank's cache as an LRU of
+ * the blocks it routed there (the core's slot capacity); a response whose engine-reported hit falls a block short of
+ * the model's prediction says the capacity is too large, one that beats it says too small. Steps grow while the
+ * evidence keeps pointing one way, so a cache a quarter of the declared size is found within a few dozen responses,
+ * and fall back to the smallest once it turns, so the estimate settles on the engine's real eviction point.
+ */
+
+export interface CapacityConfig {
+  /** Relative step after a change of direction (and the first). */
+  minStep: number;
+  /** Largest relative step, reached after consecutive moves the same way. */
+  maxStep: number;
+  /** Factor a step grows by on each further move in the same direction. */
+  growth: number;
+  /** Floor of a learnt capacity, in blocks. */
+  minBlocks: number;
+}
+
+export const CAPACITY_DEFAULTS: CapacityConfig = { minStep: 0.02, maxStep: 0.25, growth: 1.5, minBlocks: 16 };
+
+interface RankCapacity {
+  blocks: number;
+  /** Ceiling: twice the declared size (a real cache is no larger than its engine's blocks), else unbounded. */
+  maxBlocks: number;
+  step: number;
+  dir: -1 | 0 | 1;
+  moves: number;
+}
+
+export interface CapacitySnapshot {
+  blocks: number;
+  moves: number;
+}
+
+export class CapacityLearner {
+  readonly #ranks = new Map<string, RankCapacity>();
+  readonly config: CapacityConfig;
+
+  constructor(config: Partial<CapacityConfig> = {}) {
+    this.config = { ...CAPACITY_DEFAULTS, ...config };
+    const c = this.config;
+    if (!(c.minStep > 0 && c.minStep <= c.maxStep && c.maxStep < 1)) throw new RangeError("need 0 < minStep <= maxStep < 1");
+    if (!(c.growth >= 1)) throw new RangeError("growth must be at least 1");
+  }
+
+  /** A rank starts from the size its worker declares; a rank already learning keeps what it learnt. */
+  start(key: string, declaredBlocks: number): number {
+    const have = this.#ranks.get(key);
+    if (have) return have.blocks;
+    const blocks = Math.max(this.config.minBlocks, Math.round(declaredBlocks));
+    this.#ranks.set(key, { blocks, maxBlocks: 2 * blocks, step: this.config.minStep, dir: 0, moves: 0 });
+    return blocks;
+  }
+
+  blocksOf(key: string): number | undefined {
+    return this.#ranks.get(key)?.blocks;
+  }
+
+  /**
+   * One response: `predicted` and `reported` cached tokens. Returns the new capacity when it moved. A rank with no
+   * capacity yet starts, on its first shortfall, from what the model held then (`held`): the engine had less.
+   */
+  observe(key: string, predicted: number, reported: number, blockSize: number, held: () => number): number | undefined {
+    const dir = reported <= predicted - blockSize ? -1 : reported >= predicted + blockSize ? 1 : 0;
+    if (dir === 0) return undefined;
+    let s = this.#ranks.get(key);
+    if (!s) {
+      if (dir > 0) return undefined;
+      const h = held();
+      if (!(h > this.config.minBlocks)) return undefined;
+      s = { blocks: h, maxBlocks: Number.MAX_SAFE_INTEGER, step: this.config.minStep, dir: 0, moves: 0 };
+      this.#ranks.set(key, s);
+    }
+    s.step = s.dir === dir ? Math.min(this.config.maxStep, s.step * this.config.growth) : this.config.minStep;
+    s.dir = dir;
+    const next = Math.round(Math.min(s.maxBlocks, Math.max(this.config.minBlocks, s.blocks * (1 + dir * s.step))));
+    if (next === s.blocks) return undefined;
+    s.blocks = next;
+    s.moves++;
+    return next;
+  }
+
+  snapshot(key: string): CapacitySnapshot | undefined {
+    const s = this.#ranks.get(key);
+    return s && { blocks: s.blocks, moves: s.moves };
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#ranks.keys();
+  }
+
+  forget(key: string): void {
+    this.#ranks.delete(key);
+  }
+}

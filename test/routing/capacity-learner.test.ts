@@ -1,0 +1,73 @@
+/** Approximate mode's learnt capacity: the LRU model of a rank's cache shrinks and grows until it matches the engine. */
+import { describe, expect, it } from "vitest";
+import { CapacityLearner } from "../../src/routing/capacity-learner.ts";
+import { seededRandom } from "../../src/core/seeded-random.ts";
+import { BS, fixture, prompt, worker } from "./helpers.ts";
+
+describe("CapacityLearner", () => {
+  it("should find an engine's real eviction point from shortfalls and surpluses alone", () => {
+    // An engine that evicts a prefix once more than `real` blocks have gone in after it; the model predicts a hit
+    // whenever fewer than its own capacity have. The learner sees only predicted and reported tokens.
+    for (const [declared, real] of [[16_384, 4_096], [16_384, 15_200], [4_000, 7_000]] as const) {
+      const l = new CapacityLearner();
+      l.start("r", declared);
+      const rnd = seededRandom(declared + real);
+      for (let i = 0; i < 600; i++) {
+        const age = rnd.int(2 * Math.max(declared, real));
+        const predicted = age < l.blocksOf("r")! ? 40 * BS : 0;
+        const reported = age < real ? 40 * BS : 0;
+        l.observe("r", predicted, reported, BS, () => 0);
+      }
+      const learnt = l.blocksOf("r")!;
+      // Within a few per cent, except that a cache beyond twice the declared size is not believed.
+      expect(Math.abs(learnt - Math.min(real, 2 * declared)) / real, `declared ${declared}, real ${real}: learnt ${learnt}`).toBeLessThan(0.06);
+    }
+  });
+
+  it("should start an undeclared rank from what the model held at its first shortfall, and ignore noise under a block", () => {
+    const l = new CapacityLearner();
+    expect(l.observe("r", 10 * BS, 20 * BS, BS, () => 500)).toBeUndefined();
+    expect(l.blocksOf("r")).toBeUndefined();
+    expect(l.observe("r", 10 * BS, 10 * BS - 3, BS, () => 500)).toBeUndefined();
+    expect(l.observe("r", 10 * BS, 2 * BS, BS, () => 500)).toBe(490);
+    expect(l.snapshot("r")).toEqual({ blocks: 490, moves: 1 });
+  });
+
+  it("should refuse steps that cannot converge", () => {
+    expect(() => new CapacityLearner({ minStep: 0.5, maxStep: 0.2 })).toThrow(RangeError);
+    expect(() => new CapacityLearner({ growth: 0.5 })).toThrow(RangeError);
+  });
+});
+
+describe("approximate ranks modelled as LRU caches", () => {
+  it("should bound a declared rank by its KV blocks and shrink it when the engine reports less", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const prompts = Array.from({ length: 5 }, (_, i) => prompt(100 + i, 16 * BS, i));
+    for (const [i, p] of prompts.entries()) {
+      const r = await f.router.route({ requestId: `r${i}`, tokens: p, model: "m" });
+      if (r.kind === "routed") r.handle.finish();
+    }
+    // 80 blocks routed, 64 kept: the first prompt, least recently routed, is gone; the last four are held in full.
+    expect((await f.router.query({ requestId: "q0", tokens: prompts[0]!, model: "m" })).cachedTokens).toBe(0);
+    expect((await f.router.query({ requestId: "q1", tokens: prompts[1]!, model: "m" })).cachedTokens).toBe(16 * BS);
+    expect(f.router.snapshot().predictions).toEqual([]);
+    // The engine keeps reporting nothing where the model predicts a whole prompt: its real cache is smaller.
+    for (let i = 0; i < 6; i++) f.router.reportUsage({ worker: "a", dpRank: 0, predictedTokens: 16 * BS, reportedTokens: 0, promptTokens: 16 * BS });
+    const p = f.router.snapshot().predictions.find((x) => x.worker === "a")!;
+    expect(p.capacityBlocks).toBeLessThan(48);
+    expect(p.ttlMs).toBe(3_600_000);
+    // The model dropped the oldest prompts to fit: the newest is still predicted, the second oldest no longer.
+    expect((await f.router.query({ requestId: "q2", tokens: prompts[1]!, model: "m" })).cachedTokens).toBe(0);
+    expect((await f.router.query({ requestId: "q3", tokens: prompts[4]!, model: "m" })).cachedTokens).toBe(16 * BS);
+  });
+
+  it("should leave the model unbounded with the closed loop off", async () => {
+    const f = await fixture({ closedLoop: false }, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const prompts = Array.from({ length: 5 }, (_, i) => prompt(200 + i, 16 * BS, i));
+    for (const [i, p] of prompts.entries()) {
+      const r = await f.router.route({ requestId: `r${i}`, tokens: p, model: "m" });
+      if (r.kind === "routed") r.handle.finish();
+    }
+    expect((await f.router.query({ requestId: "q0", tokens: prompts[0]!, model: "m" })).cachedTokens).toBe(16 * BS);
+  });
+});
