@@ -15,9 +15,14 @@ export interface CapacityConfig {
   growth: number;
   /** Floor of a learnt capacity, in blocks. */
   minBlocks: number;
+  /**
+   * Share of a declared size a rank starts from: an engine's cache also holds the blocks of the answers it generates,
+   * which kvgate never sees, so fewer of the prompt blocks it routed fit than the engine has blocks.
+   */
+  declaredShare: number;
 }
 
-export const CAPACITY_DEFAULTS: CapacityConfig = { minStep: 0.02, maxStep: 0.25, growth: 1.5, minBlocks: 16 };
+export const CAPACITY_DEFAULTS: CapacityConfig = { minStep: 0.02, maxStep: 0.25, growth: 1.5, minBlocks: 16, declaredShare: 0.95 };
 
 interface RankCapacity {
   blocks: number;
@@ -42,14 +47,15 @@ export class CapacityLearner {
     const c = this.config;
     if (!(c.minStep > 0 && c.minStep <= c.maxStep && c.maxStep < 1)) throw new RangeError("need 0 < minStep <= maxStep < 1");
     if (!(c.growth >= 1)) throw new RangeError("growth must be at least 1");
+    if (!(c.declaredShare > 0 && c.declaredShare <= 1)) throw new RangeError("declaredShare must be in (0, 1]");
   }
 
   /** A rank starts from the size its worker declares; a rank already learning keeps what it learnt. */
   start(key: string, declaredBlocks: number): number {
     const have = this.#ranks.get(key);
     if (have) return have.blocks;
-    const blocks = Math.max(this.config.minBlocks, Math.round(declaredBlocks));
-    this.#ranks.set(key, { blocks, maxBlocks: 2 * blocks, step: this.config.minStep, dir: 0, moves: 0 });
+    const blocks = Math.max(this.config.minBlocks, Math.round(declaredBlocks * this.config.declaredShare));
+    this.#ranks.set(key, { blocks, maxBlocks: Math.max(blocks, 2 * Math.round(declaredBlocks)), step: this.config.minStep, dir: 0, moves: 0 });
     return blocks;
   }
 
