@@ -29,6 +29,8 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --model NAME               served model name (default kvgate-sim)
   --overlap-weight W         the kv policies' cost weight of prefill blocks (default: kvgate's, 16); the dynamo
                              policies keep the reference's 1
+  --new-prefill-factor A     the kv policies' weight of a block the prompt must prefill over one queued on the
+                             worker (default: kvgate's); the dynamo policies keep the reference's 1
   --no-hot-prefix-spread     the kv policies score every worker for every prompt (ablation)
   --no-closed-loop           the kv policies never act on reported hits (ablation: open loop, all else kvgate's)
   --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
@@ -56,6 +58,7 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
 /** Overrides of kvgate's defaults for the kv_* policies, for ablations; the dynamo policies ignore them. */
 export interface KvTuning {
   overlapWeight?: number;
+  newPrefillFactor?: number;
   hotPrefixSpread?: boolean;
   closedLoop?: boolean;
 }
@@ -91,7 +94,7 @@ export interface ReplayConfig {
 const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
-  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "no-hot-prefix-spread": "bool", "no-closed-loop": "bool",
+  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "new-prefill-factor": "value", "no-hot-prefix-spread": "bool", "no-closed-loop": "bool",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
   "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
@@ -179,6 +182,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     seed,
     kvTuning: {
       ...(f["overlap-weight"] !== undefined && { overlapWeight: num(f, "overlap-weight", 0, { min: 0 }) }),
+      ...(f["new-prefill-factor"] !== undefined && { newPrefillFactor: num(f, "new-prefill-factor", 1, { min: 1 }) }),
       ...(f["no-hot-prefix-spread"] === true && { hotPrefixSpread: false }),
       ...(f["no-closed-loop"] === true && { closedLoop: false }),
     },

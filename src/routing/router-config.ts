@@ -28,6 +28,12 @@ export interface RouterConfig {
    * reference uses 1; kvgate's default 16 won p99 TTFT against it in saturated replays (README, Replay report).
    */
   overlapWeight: number;
+  /**
+   * How much more a block this prompt must prefill weighs than a block already queued on the worker: both delay its
+   * first token alike, but the new one is work the fleet does again and pushes other prefixes out of that cache.
+   * The reference's cost is 1.
+   */
+  newPrefillFactor: number;
   temperature: number;
   /** Count prompt blocks shared by in-flight requests once per worker (the reference's "assume KV reuse"). */
   assumeKvReuse: boolean;
@@ -88,6 +94,7 @@ export const REFERENCE_OVERLAP_WEIGHT = 1;
 export const DEFAULT_CONFIG: RouterConfig = {
   policy: "kv",
   overlapWeight: 16,
+  newPrefillFactor: 1,
   temperature: 0,
   assumeKvReuse: true,
   queueThreshold: 4,
@@ -133,6 +140,7 @@ export function resolveConfig(input: RouterConfigInput = {}): RouterConfig {
   const c: RouterConfig = { ...DEFAULT_CONFIG, ...input, busy: validateBusy(input.busy ?? {}) };
   validatePolicy(c.policy);
   nonNegative("overlapWeight", c.overlapWeight);
+  if (!(c.newPrefillFactor >= 1 && c.newPrefillFactor <= 64)) bad(`newPrefillFactor must be in [1, 64], got ${c.newPrefillFactor}`);
   nonNegative("temperature", c.temperature);
   if (c.queueThreshold !== null) nonNegative("queueThreshold", c.queueThreshold);
   if (!["fcfs", "lcfs", "wspt"].includes(c.queuePolicy)) bad(`unknown queue policy ${String(c.queuePolicy)}`);

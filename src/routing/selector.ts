@@ -40,6 +40,8 @@ export interface SelectParams {
   /** Chosen without scoring (explicit target, hard session, plan, or an eligible soft preference). */
   pinned?: RankState;
   overlapWeight: number;
+  /** RouterConfig.newPrefillFactor (default 1, the reference's cost). */
+  newPrefillFactor?: number;
   temperature: number;
   /** Whether block keys are needed afterwards (booking with KV reuse assumed). */
   willBook: boolean;
@@ -78,6 +80,11 @@ export interface Selection {
 
 const EMPTY: readonly RankState[] = [];
 
+/** Prefill tokens booked on a rank and not yet prefilled, by this replica and the others it hears from. */
+function queuedPrefill(load: RankState["load"]): number {
+  return load.activePrefillTokens + load.remote.prefillTokens;
+}
+
 /** A hot prefix leaves its workers when the cheapest of them costs more than this × the cheapest candidate. */
 export const SPREAD_VALVE = 1.5;
 
@@ -97,6 +104,8 @@ export class Selector implements TieInputs {
   #promptBlocks = 0;
   #tie: "rendezvous" | "tree" | undefined;
   #tieDraw = 0;
+  /** 1 / newPrefillFactor for the selection under way (the queued-prefill column's scale). */
+  #queuedScale = 1;
   // Scratch for a hot prefix's candidate subset (reused: no allocation per request).
   readonly #spreadIdx: Int32Array;
   readonly #spreadWeights: Float64Array;
@@ -162,9 +171,14 @@ export class Selector implements TieInputs {
     const cols = this.index.scoreColumns();
     const { f64, base, stride, run } = cols;
     const costCol = base + ScoreCol.cost * stride;
+    // The kernel's cost is weight × (queued + new prefill) / block + decode; a new-prefill factor α is given to it as
+    // weight × α over queued ÷ α, so the kernel, the tie-break and a logged decision's replay all see one cost.
+    const alpha = p.newPrefillFactor ?? 1;
+    const weight = p.overlapWeight * alpha;
+    this.#queuedScale = 1 / alpha;
     this.#fillColumns(ranks, n, gen, inflight, blockSize);
     const kernelDraw = this.rand();
-    let chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
+    let chosen = run(n, isl, weight, p.temperature, kernelDraw);
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
     let prefixKey = -1;
     if (this.spread !== undefined && promptBlocks > 0) {
@@ -186,7 +200,7 @@ export class Selector implements TieInputs {
           ranks = sub;
           n = k;
           this.#fillColumns(ranks, n, gen, inflight, blockSize);
-          chosen = run(n, isl, p.overlapWeight, p.temperature, kernelDraw);
+          chosen = run(n, isl, weight, p.temperature, kernelDraw);
           if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
           if (p.willBook) this.spread.spreadDecisions++;
         }
@@ -197,15 +211,16 @@ export class Selector implements TieInputs {
     this.#promptBlocks = promptBlocks;
     this.#tie = undefined;
     if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
-    else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, p.overlapWeight, promptBlocks, this);
-    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw) : undefined;
+    else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, weight, promptBlocks, this);
+    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw, weight) : undefined;
     this.#ranks = EMPTY;
     const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
       cachedTokens: Math.min(isl, overlapBlocks * blockSize),
       expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
-      potentialPrefillTokens: f64[base + ScoreCol.potentialPrefill * stride + chosen]!,
+      potentialPrefillTokens: alpha === 1 ? f64[base + ScoreCol.potentialPrefill * stride + chosen]!
+        : queuedPrefill(ranks[chosen]!.load) + Math.max(0, isl - overlapBlocks * blockSize),
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, capture,
     };
@@ -220,7 +235,7 @@ export class Selector implements TieInputs {
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load;
       f64[overlapCol + i] = this.#overlapOf(r, gen);
-      f64[prefillCol + i] = load.activePrefillTokens + load.remote.prefillTokens;
+      f64[prefillCol + i] = queuedPrefill(load) * this.#queuedScale;
       const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
       f64[activeCol + i] = inflight !== undefined && (load.activeRequests > 0 || load.remote.requests > 0) ? inflight.sharedOf(r.slot) : 0;
@@ -274,7 +289,7 @@ export class Selector implements TieInputs {
   }
 
   /** The candidates table (and, for "inputs", what a replay needs), read from the columns the kernel just used. */
-  #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number): SelectionCapture {
+  #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number, weight: number): SelectionCapture {
     const { f64, base, stride } = this.index.scoreColumns();
     const col = (c: number) => base + c * stride;
     // A pinned rank was not chosen by cost: its table is empty (a replay has nothing to re-run but the hashes).
@@ -293,7 +308,7 @@ export class Selector implements TieInputs {
     for (let i = 0; i < n; i++) tree[i] = f64[col(ScoreCol.tree) + i]!;
     const sequenceWords = this.firstBlockWords().slice(0, 2 * this.#promptBlocks);
     const inputs: DecisionInputs = {
-      policy: this.policy, overlapWeight: p.overlapWeight, temperature: p.temperature, blockSize,
+      policy: this.policy, overlapWeight: weight, temperature: p.temperature, blockSize,
       draws: n === 0 ? [] : this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, sequenceWords,
     };
     if (this.#tie) inputs.tie = this.#tie;
