@@ -34,6 +34,12 @@ export interface RouterConfig {
    * The reference's cost is 1.
    */
   newPrefillFactor: number;
+  /**
+   * A KV-event worker's overlap with a prompt includes the blocks an in-flight prompt there is prefilling: its engine
+   * will have stored them by the time this one runs, though no event has said so yet. The reference counts only
+   * stored blocks, so a request sharing a prefix with one still in prefill looks uncached everywhere.
+   */
+  inflightCached: boolean;
   temperature: number;
   /** Count prompt blocks shared by in-flight requests once per worker (the reference's "assume KV reuse"). */
   assumeKvReuse: boolean;
@@ -95,6 +101,7 @@ export const DEFAULT_CONFIG: RouterConfig = {
   policy: "kv",
   overlapWeight: 16,
   newPrefillFactor: 1,
+  inflightCached: true,
   temperature: 0,
   assumeKvReuse: true,
   queueThreshold: 4,

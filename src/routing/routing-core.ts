@@ -224,8 +224,9 @@ export class RoutingCore {
     return Math.max(0, s.isl - s.bestOverlapBlocks * s.blockSize);
   }
 
-  #scoreParams(req: RouteRequest): { overlapWeight: number; newPrefillFactor: number; temperature: number; assumeKvReuse: boolean } {
+  #scoreParams(req: RouteRequest): { overlapWeight: number; newPrefillFactor: number; inflightCached: boolean; temperature: number; assumeKvReuse: boolean } {
     return {
+      inflightCached: this.config.inflightCached,
       overlapWeight: req.overrides?.overlapWeight ?? this.config.overlapWeight,
       newPrefillFactor: this.config.newPrefillFactor,
       temperature: req.overrides?.temperature ?? this.config.temperature,

@@ -42,6 +42,8 @@ export interface SelectParams {
   overlapWeight: number;
   /** RouterConfig.newPrefillFactor (default 1, the reference's cost). */
   newPrefillFactor?: number;
+  /** RouterConfig.inflightCached: a KV-event rank's overlap includes blocks in-flight prompts there are prefilling. */
+  inflightCached?: boolean;
   temperature: number;
   /** Whether block keys are needed afterwards (booking with KV reuse assumed). */
   willBook: boolean;
@@ -106,6 +108,8 @@ export class Selector implements TieInputs {
   #tieDraw = 0;
   /** 1 / newPrefillFactor for the selection under way (the queued-prefill column's scale). */
   #queuedScale = 1;
+  /** SelectParams.inflightCached for the selection under way. */
+  #inflightCached = false;
   // Scratch for a hot prefix's candidate subset (reused: no allocation per request).
   readonly #spreadIdx: Int32Array;
   readonly #spreadWeights: Float64Array;
@@ -176,6 +180,7 @@ export class Selector implements TieInputs {
     const alpha = p.newPrefillFactor ?? 1;
     const weight = p.overlapWeight * alpha;
     this.#queuedScale = 1 / alpha;
+    this.#inflightCached = p.inflightCached === true;
     this.#fillColumns(ranks, n, gen, inflight, blockSize);
     const kernelDraw = this.rand();
     let chosen = run(n, isl, weight, p.temperature, kernelDraw);
@@ -187,7 +192,9 @@ export class Selector implements TieInputs {
       const k = !p.pinned && n > 2 && this.#picker === undefined ? this.spread.workersFor(prefixKey, n) : n;
       if (k < n) {
         const idx = this.#spreadIdx;
-        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => this.#overlapOf(ranks[i]!, gen) > 0, (i) => ranks[i]!.key, idx, this.#spreadWeights);
+        // Holders as the kernel saw them (with in-flight blocks when those count as cached).
+        const overlapCol = base + ScoreCol.overlap * stride;
+        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => f64[overlapCol + i]! > 0, (i) => ranks[i]!.key, idx, this.#spreadWeights);
         let globalMin = Infinity, setMin = Infinity;
         for (let i = 0; i < n; i++) globalMin = Math.min(globalMin, f64[costCol + i]!);
         for (let j = 0; j < k; j++) setMin = Math.min(setMin, f64[costCol + idx[j]!]!);
@@ -214,7 +221,7 @@ export class Selector implements TieInputs {
     else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, weight, promptBlocks, this);
     const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw, weight) : undefined;
     this.#ranks = EMPTY;
-    const overlapBlocks = this.#overlapOf(ranks[chosen]!, gen);
+    const overlapBlocks = this.#inflightCached ? f64[base + ScoreCol.overlap * stride + chosen]! : this.#overlapOf(ranks[chosen]!, gen);
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
       cachedTokens: Math.min(isl, overlapBlocks * blockSize),
@@ -234,7 +241,10 @@ export class Selector implements TieInputs {
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load;
-      f64[overlapCol + i] = this.#overlapOf(r, gen);
+      const cachedNow = this.#overlapOf(r, gen);
+      // A KV-event rank's index learns a prompt's blocks only once its engine stored them; blocks an in-flight prompt
+      // there is prefilling will be cached by the time this one runs (approximate ranks recorded them at routing).
+      f64[overlapCol + i] = this.#inflightCached && inflight !== undefined && r.worker.kvEvents ? Math.max(cachedNow, inflight.sharedOf(r.slot)) : cachedNow;
       f64[prefillCol + i] = queuedPrefill(load) * this.#queuedScale;
       const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;

@@ -13,10 +13,10 @@ function routerOf(policy: ReplayPolicy, args: string[] = []) {
 
 describe("replay policy configs", () => {
   it("runs kvgate's policies with kvgate's defaults and the dynamo ones with the reference's weight and none of kvgate's additions", () => {
-    expect(routerOf("kv_events")).toMatchObject({ overlapWeight: DEFAULT_CONFIG.overlapWeight, closedLoop: true, decodeAware: true, hotPrefixSpread: true });
+    expect(routerOf("kv_events")).toMatchObject({ overlapWeight: DEFAULT_CONFIG.overlapWeight, closedLoop: true, decodeAware: true, hotPrefixSpread: true, inflightCached: true });
     expect(routerOf("kv_approx")).toMatchObject({ overlapWeight: DEFAULT_CONFIG.overlapWeight, hotPrefixSpread: true });
     for (const p of ["dynamo", "dynamo_approx"] as const) {
-      expect(routerOf(p)).toMatchObject({ overlapWeight: REFERENCE_OVERLAP_WEIGHT, closedLoop: false, decodeAware: false, hotPrefixSpread: false });
+      expect(routerOf(p)).toMatchObject({ overlapWeight: REFERENCE_OVERLAP_WEIGHT, newPrefillFactor: 1, inflightCached: false, closedLoop: false, decodeAware: false, hotPrefixSpread: false });
     }
     expect(DEFAULT_CONFIG.overlapWeight).not.toBe(REFERENCE_OVERLAP_WEIGHT);
   });
@@ -26,6 +26,8 @@ describe("replay policy configs", () => {
     expect(routerOf("kv_events", args)).toMatchObject({ overlapWeight: 4, hotPrefixSpread: false, closedLoop: true });
     expect(routerOf("kv_approx", ["--no-closed-loop"])).toMatchObject({ closedLoop: false, decodeAware: true, hotPrefixSpread: true });
     expect(routerOf("dynamo", args)).toMatchObject({ overlapWeight: REFERENCE_OVERLAP_WEIGHT, hotPrefixSpread: false });
+    expect(routerOf("kv_events", ["--no-inflight-cached", "--new-prefill-factor", "2"])).toMatchObject({ inflightCached: false, newPrefillFactor: 2 });
+    expect(routerOf("dynamo", ["--new-prefill-factor", "2"])).toMatchObject({ newPrefillFactor: 1 });
     expect(parseReplayArgs([]).kvTuning).toEqual({});
     expect(() => parseReplayArgs(["--overlap-weight", "-1"])).toThrow();
   });

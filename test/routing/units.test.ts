@@ -67,7 +67,8 @@ function keyList(keys: Uint32Array, n: number): string[] {
 
 describe("active sequences through the router", () => {
   it("counts shared prompt blocks once per worker and frees exactly once", async () => {
-    const f = await fixture({}, [worker("a")]);
+    // Prefill as the reference books it: the shared blocks count for both requests (see inflight-cached.test.ts).
+    const f = await fixture({ inflightCached: false }, [worker("a")]);
     const p1 = prompt(1, 320, 1, 160), p2 = prompt(1, 320, 2, 160); // 10 shared blocks, 10 unique each
     const o1 = await f.router.route({ requestId: "1", tokens: p1, model: "m" });
     const o2 = await f.router.route({ requestId: "2", tokens: p2, model: "m" });
