@@ -10,10 +10,11 @@ import { ttlInit, ttlCount } from "./index/ttl-store";
 import { heapInit, heapLen } from "./index/ttl-heap";
 import { lruInit } from "./index/ttl-lru";
 import {
-  indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, record, expire as expireAt, setSlotCapacity,
+  indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, expire as expireAt,
   totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches } from "./index/find-matches";
+import { record, setSlotCapacity } from "./index/approx-record";
 import { dumpEntries, loadEntries } from "./index/entry-dump";
 import { digestSlots } from "./index/index-digest";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";

@@ -8,13 +8,12 @@ import {
   entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, entryHome, freeEntries, liveEntries, recAt, tableCount, isLive,
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
-import { ttlAlloc, ttlFree, ttlRefresh, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
-import { heapPush, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
-import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity } from "./ttl-lru";
+import { ttlFree, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
+import { heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
+import { lruSetCapacity } from "./ttl-lru";
 import {
   OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
   C_APPLIED, C_PARENT_MISSING, C_INVALID, C_CAPACITY, C_UNKNOWN_REMOVED, C_BAD_SLOT, C_EVICTED, C_EXPIRED, C_PRUNED,
-  C_CAPPED,
 } from "../abi";
 
 export let maxSlots: i32 = 0;
@@ -114,7 +113,7 @@ function attach(r: usize, slot: i32, seq: u64): void {
 }
 
 /** Detaches and deletes the record at `r`. When an owner leaves while aliases of its slot exist, an alias on the same node takes over. */
-function drop(r: usize): void {
+export function drop(r: usize): void {
   const slot = load<i32>(r, R_SLOT);
   const seq = load<u64>(r, R_SEQ);
   const ttl = load<u32>(r, R_TTL);
@@ -310,78 +309,6 @@ export function prune(): void {
   let n: u32 = 0;
   while (ttlCount > target && dropOldest()) n++;
   count(C_PRUNED, n);
-}
-
-/**
- * Approximate mode: records that the prompt with these hashes was routed to `slot`, each block living `ttl` ms
- * from `now` (sliding). Blocks an engine event already confirmed keep no TTL. Returns blocks recorded.
- */
-export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 {
-  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
-  expire(now);
-  const until = now + ttl;
-  let done = 0;
-  for (let i = 0; i < n; i++) {
-    const seq = load<u64>(seqs + (<usize>i << 3));
-    let r = entryFind(slot, seq);
-    if (r != 0 && load<u64>(r, R_SEQ) != seq) {
-      drop(r);
-      r = 0;
-    }
-    if (r != 0) {
-      const t = load<u32>(r, R_TTL);
-      if (t != 0) {
-        store<u32>(r, <u32>i, R_DEPTH);
-        if (ttlRefresh(t - 1, <u32>i, until)) heapPush(t - 1);
-      }
-      done++;
-      continue;
-    }
-    if (freeEntries() == 0) evictFor(1);
-    if (freeEntries() == 0) { count(C_CAPACITY); break; }
-    const id = ttlAlloc(slot, seq, <u32>i, until);
-    // Timers are sized to approxMax + 1 and pruning keeps them there; running out is a bug, so trap and rebuild.
-    if (id < 0) unreachable();
-    const e = create(slot, seq, seq, <u32>i);
-    store<u32>(e, <u32>id + 1, R_TTL);
-    heapPush(<u32>id);
-    done++;
-    prune();
-  }
-  // Recency as an engine's LRU sees a finished request: its first block most recent, its deepest evicted first.
-  for (let i = n - 1; i >= 0; i--) {
-    const seq = load<u64>(seqs + (<usize>i << 3));
-    const r = entryFind(slot, seq);
-    if (r == 0 || load<u64>(r, R_SEQ) != seq) continue;
-    const t = load<u32>(r, R_TTL);
-    if (t != 0) lruTouch(slot, t - 1);
-  }
-  enforceCapacity(slot);
-  return done;
-}
-
-/** Drops the slot's least recent timed entries while it holds more than its capacity; returns how many. */
-function enforceCapacity(slot: i32): u32 {
-  const cap = lruCapacity(slot);
-  if (cap == 0) return 0;
-  let n: u32 = 0;
-  while (lruCount(slot) > cap) {
-    const t = ttlRec(<u32>lruOldest(slot));
-    drop(entryFind(slot, load<u64>(t, T_HASH)));
-    n++;
-  }
-  if (n > 0) count(C_CAPPED, n);
-  return n;
-}
-
-/**
- * Approximate mode: at most `capacity` timed entries on `slot` (0 = no bound but the TTLs); entries the engine's
- * events confirmed are not counted. Returns entries dropped at once to meet it.
- */
-export function setSlotCapacity(slot: i32, capacity: u32): i32 {
-  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
-  lruSetCapacity(slot, capacity);
-  return <i32>enforceCapacity(slot);
 }
 
 export function totalEntries(): u32 {

@@ -1,0 +1,80 @@
+// Approximate mode's writes: a routed prompt recorded on its slot with a sliding TTL, in the recency order an
+// engine's LRU keeps, and the slot's capacity (learnt by the closed loop) enforced least recent first.
+import { entryFind, freeEntries, R_SEQ, R_TTL, R_DEPTH } from "./entry-table";
+import { ttlAlloc, ttlRefresh, ttlRec, T_HASH } from "./ttl-store";
+import { heapPush } from "./ttl-heap";
+import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity } from "./ttl-lru";
+import { count, create, drop, evictFor, expire, prune, slotOk } from "./block-index";
+import { E_BAD_SLOT, C_BAD_SLOT, C_CAPACITY, C_CAPPED } from "../abi";
+
+/**
+ * Approximate mode: records that the prompt with these hashes was routed to `slot`, each block living `ttl` ms
+ * from `now` (sliding). Blocks an engine event already confirmed keep no TTL. Returns blocks recorded.
+ */
+export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  expire(now);
+  const until = now + ttl;
+  let done = 0;
+  for (let i = 0; i < n; i++) {
+    const seq = load<u64>(seqs + (<usize>i << 3));
+    let r = entryFind(slot, seq);
+    if (r != 0 && load<u64>(r, R_SEQ) != seq) {
+      drop(r);
+      r = 0;
+    }
+    if (r != 0) {
+      const t = load<u32>(r, R_TTL);
+      if (t != 0) {
+        store<u32>(r, <u32>i, R_DEPTH);
+        if (ttlRefresh(t - 1, <u32>i, until)) heapPush(t - 1);
+      }
+      done++;
+      continue;
+    }
+    if (freeEntries() == 0) evictFor(1);
+    if (freeEntries() == 0) { count(C_CAPACITY); break; }
+    const id = ttlAlloc(slot, seq, <u32>i, until);
+    // Timers are sized to approxMax + 1 and pruning keeps them there; running out is a bug, so trap and rebuild.
+    if (id < 0) unreachable();
+    const e = create(slot, seq, seq, <u32>i);
+    store<u32>(e, <u32>id + 1, R_TTL);
+    heapPush(<u32>id);
+    done++;
+    prune();
+  }
+  // Recency as an engine's LRU sees a finished request: its first block most recent, its deepest evicted first.
+  for (let i = n - 1; i >= 0; i--) {
+    const seq = load<u64>(seqs + (<usize>i << 3));
+    const r = entryFind(slot, seq);
+    if (r == 0 || load<u64>(r, R_SEQ) != seq) continue;
+    const t = load<u32>(r, R_TTL);
+    if (t != 0) lruTouch(slot, t - 1);
+  }
+  enforceCapacity(slot);
+  return done;
+}
+
+/** Drops the slot's least recent timed entries while it holds more than its capacity; returns how many. */
+function enforceCapacity(slot: i32): u32 {
+  const cap = lruCapacity(slot);
+  if (cap == 0) return 0;
+  let n: u32 = 0;
+  while (lruCount(slot) > cap) {
+    const t = ttlRec(<u32>lruOldest(slot));
+    drop(entryFind(slot, load<u64>(t, T_HASH)));
+    n++;
+  }
+  if (n > 0) count(C_CAPPED, n);
+  return n;
+}
+
+/**
+ * Approximate mode: at most `capacity` timed entries on `slot` (0 = no bound but the TTLs); entries the engine's
+ * events confirmed are not counted. Returns entries dropped at once to meet it.
+ */
+export function setSlotCapacity(slot: i32, capacity: u32): i32 {
+  if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
+  lruSetCapacity(slot, capacity);
+  return <i32>enforceCapacity(slot);
+}
