@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { CapacityLearner } from "../../src/routing/capacity-learner.ts";
 import { seededRandom } from "../../src/core/seeded-random.ts";
 import { BS, fixture, prompt, worker } from "./helpers.ts";
+import * as hooks from "../support/kv-index-hooks.ts";
 
 describe("CapacityLearner", () => {
   it("should find an engine's real eviction point from shortfalls and surpluses alone", () => {
@@ -61,6 +62,24 @@ describe("approximate ranks modelled as LRU caches", () => {
     // The model dropped the oldest prompts to fit: the newest is still predicted, the second oldest no longer.
     expect((await f.router.query({ requestId: "q3", tokens: prompts[1]!, model: "m" })).cachedTokens).toBe(0);
     expect((await f.router.query({ requestId: "q4", tokens: prompts[4]!, model: "m" })).cachedTokens).toBe(16 * BS);
+  });
+
+  it("should bound the rank again after a core trap rebuilt the index without capacities", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const routeAll = async (base: number) => {
+      const ps = Array.from({ length: 5 }, (_, i) => prompt(base + i, 16 * BS, base + i));
+      for (const [i, p] of ps.entries()) {
+        const r = await f.router.route({ requestId: `r${base}-${i}`, tokens: p, model: "m" });
+        if (r.kind === "routed") r.handle.finish();
+      }
+      return ps;
+    };
+    await routeAll(300);
+    expect(() => hooks.induceTrap(f.index)).toThrow();
+    const ps = await routeAll(400);
+    // 61 blocks of the 80 routed since the rebuild: the oldest prompt is gone again.
+    expect((await f.router.query({ requestId: "q0", tokens: ps[0]!, model: "m" })).cachedTokens).toBe(0);
+    expect(hooks.treeSize(f.index, "a")).toBe(61);
   });
 
   it("should leave the model unbounded with the closed loop off", async () => {
