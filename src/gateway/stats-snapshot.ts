@@ -4,7 +4,7 @@
  * Read from the gateway's own objects — nothing here parses the Prometheus text.
  */
 import type { DecisionRecord } from "../routing/decision-record.ts";
-import type { RankLoadSnapshot } from "../routing/index.ts";
+import type { RankLoadSnapshot, RankPrediction } from "../routing/index.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import type { TimelineSeries } from "./stats-timeline.ts";
 
@@ -22,6 +22,21 @@ export interface RankStats {
   cache_usage_source: "engine" | "router" | null;
   engine: { running: number; waiting: number } | null;
   remote: { requests: number; prefill_tokens: number; blocks: number };
+  /**
+   * The closed loop's view of the rank once it has answered with usage: predicted and reported cached tokens so far,
+   * their running ratio and error, whether its index is distrusted, and (approximate ranks) the modelled cache size.
+   */
+  prediction: RankPredictionStats | null;
+}
+
+export interface RankPredictionStats {
+  samples: number;
+  predicted_tokens: number;
+  reported_tokens: number;
+  ratio: number;
+  error: number;
+  flagged: boolean;
+  capacity_blocks: number | null;
 }
 
 export interface WorkerStats {
@@ -68,7 +83,14 @@ export interface StatsBody {
   decisions: DecisionStats[];
 }
 
-function rankStats(gw: GatewayState, r: RankLoadSnapshot): RankStats {
+function predictionStats(p: RankPrediction | undefined): RankPredictionStats | null {
+  return p === undefined ? null : {
+    samples: p.samples, predicted_tokens: p.predictedTokens, reported_tokens: p.reportedTokens, ratio: p.ratio, error: p.error, flagged: p.flagged,
+    capacity_blocks: p.capacityBlocks ?? null,
+  };
+}
+
+function rankStats(gw: GatewayState, r: RankLoadSnapshot, p: RankPrediction | undefined): RankStats {
   const engine = gw.engineMetrics.lastSample(r.worker, r.dpRank);
   const total = r.totalKvBlocks ?? null;
   let usage: number | null = null;
@@ -85,6 +107,7 @@ function rankStats(gw: GatewayState, r: RankLoadSnapshot): RankStats {
     total_kv_blocks: total, cache_usage: usage, cache_usage_source: source,
     engine: engine ? { running: engine.running, waiting: engine.waiting } : null,
     remote: { requests: r.remote.requests, prefill_tokens: r.remote.prefillTokens, blocks: r.remote.blocks },
+    prediction: predictionStats(p),
   };
 }
 
@@ -115,12 +138,13 @@ export function buildStats(gw: GatewayState, opts: { since?: number } = {}): Sta
   const tl = gw.metrics.timeline;
   const byWorker = new Map<string, RankLoadSnapshot[]>();
   for (const r of snap.ranks) byWorker.set(r.worker, [...(byWorker.get(r.worker) ?? []), r]);
+  const predictions = new Map(snap.predictions.map((p) => [`${p.worker}\u0000${p.dpRank}`, p]));
   const workers = gw.fleet.list().map((w): WorkerStats => {
     const ranks = byWorker.get(w.id) ?? [];
     return {
       id: w.id, url: w.url, role: w.role, models: w.models, health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id),
       circuit: gw.health.circuitState(w.id) ?? null, kv_events: w.kvEvents, cold: gw.ingest.hub.isCold(w.id),
-      engine_metrics_stale: gw.engineMetrics.isStale(w.id), ranks: ranks.map((r) => rankStats(gw, r)),
+      engine_metrics_stale: gw.engineMetrics.isStale(w.id), ranks: ranks.map((r) => rankStats(gw, r, predictions.get(`${r.worker}\u0000${r.dpRank}`))),
     };
   });
   const dropped = ingest.droppedBlockSize + ingest.droppedTokenCount + ingest.droppedTier + ingest.droppedGroup + ingest.droppedExtraKeys + ingest.droppedLora;

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createPrng } from "../../src/routing/prng.ts";
-import { addWorker, post, startSim, startTestGateway } from "./helpers.ts";
+import { addWorker, post, startSim, startTestGateway, TOKEN } from "./helpers.ts";
 
 const MODEL = "cap-model";
 const BS = 16;
@@ -52,6 +52,9 @@ describe("approximate mode's learnt capacity over HTTP", () => {
     const learnt = (await capacityMetric(gw.url))!;
     expect(learnt).toBeLessThan(96);
     expect(learnt).toBeGreaterThanOrEqual(16);
+    // /v1/stats shows the same per rank, beside the running predicted and reported tokens.
+    const stats = await (await fetch(`${gw.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as { workers: { id: string; ranks: { prediction: Record<string, unknown> | null }[] }[] };
+    expect(stats.workers.find((w) => w.id === "a")!.ranks[0]!.prediction).toMatchObject({ samples: 48, capacity_blocks: learnt, flagged: false });
     // The last two sweeps: the model thrashes as the engine does, and predicts what it serves.
     for (const pass of passes.slice(2)) expect(pass.filter((r) => r.predicted === r.cached).length).toBeGreaterThanOrEqual(11);
   }, 60_000);
