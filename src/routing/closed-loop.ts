@@ -60,8 +60,8 @@ export class ClosedLoop {
       const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot));
       if (moved !== undefined) this.index.setSlotCapacity(u.worker, u.dpRank, moved);
     }
-    // Approximate ranks too: their learnt lifetime cannot follow an engine that evicts by capacity, not age, so the
-    // ratio left over still discounts what they are expected to report (and the prefill their bookings hold).
+    // Approximate ranks too: what their model still gets wrong (an engine evicting blocks while a request waits in its
+    // queue) discounts what they are expected to report, and the prefill their bookings hold.
     this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
     if (verdict !== "flagged") return;
     const ratio = this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.ratio ?? 0;
