@@ -4,7 +4,7 @@
  * Read from the gateway's own objects — nothing here parses the Prometheus text.
  */
 import type { DecisionRecord } from "../routing/decision-record.ts";
-import type { RankLoadSnapshot, RankPrediction } from "../routing/index.ts";
+import { rankMapKey, type RankLoadSnapshot, type RankPrediction } from "../routing/index.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import type { TimelineSeries } from "./stats-timeline.ts";
 
@@ -138,13 +138,13 @@ export function buildStats(gw: GatewayState, opts: { since?: number } = {}): Sta
   const tl = gw.metrics.timeline;
   const byWorker = new Map<string, RankLoadSnapshot[]>();
   for (const r of snap.ranks) byWorker.set(r.worker, [...(byWorker.get(r.worker) ?? []), r]);
-  const predictions = new Map(snap.predictions.map((p) => [`${p.worker}\u0000${p.dpRank}`, p]));
+  const predictions = new Map(snap.predictions.map((p) => [rankMapKey(p.worker, p.dpRank), p]));
   const workers = gw.fleet.list().map((w): WorkerStats => {
     const ranks = byWorker.get(w.id) ?? [];
     return {
       id: w.id, url: w.url, role: w.role, models: w.models, health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id),
       circuit: gw.health.circuitState(w.id) ?? null, kv_events: w.kvEvents, cold: gw.ingest.hub.isCold(w.id),
-      engine_metrics_stale: gw.engineMetrics.isStale(w.id), ranks: ranks.map((r) => rankStats(gw, r, predictions.get(`${r.worker}\u0000${r.dpRank}`))),
+      engine_metrics_stale: gw.engineMetrics.isStale(w.id), ranks: ranks.map((r) => rankStats(gw, r, predictions.get(rankMapKey(r.worker, r.dpRank)))),
     };
   });
   const dropped = ingest.droppedBlockSize + ingest.droppedTokenCount + ingest.droppedTier + ingest.droppedGroup + ingest.droppedExtraKeys + ingest.droppedLora;

@@ -92,10 +92,6 @@ export class CapacityLearner {
     return s && { blocks: s.blocks, moves: s.moves };
   }
 
-  keys(): IterableIterator<string> {
-    return this.#ranks.keys();
-  }
-
   forget(key: string): void {
     this.#ranks.delete(key);
   }

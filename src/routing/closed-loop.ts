@@ -5,7 +5,7 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import { CapacityLearner } from "./capacity-learner.ts";
-import { PredictionMonitor, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
+import { PredictionMonitor, rankMapKey, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
 import type { WorkerRegistry } from "./worker-registry.ts";
 
 /** One response's usage set against what was predicted when it was routed. */
@@ -52,7 +52,7 @@ export class ClosedLoop {
     const w = this.registry.get(u.worker);
     const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
     if (!w || !rank) return;
-    const k = rankKey(u.worker, u.dpRank);
+    const k = rankMapKey(u.worker, u.dpRank);
     const governed = !w.kvEvents && this.enabled && this.capacity.blocksOf(k) !== undefined;
     const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents, !governed);
     if (!this.enabled) return;
@@ -79,7 +79,7 @@ export class ClosedLoop {
    */
   ttlFor(worker: string, dpRank: number): number {
     if (!this.enabled) return this.monitor.config.approxTtlMs;
-    const k = rankKey(worker, dpRank);
+    const k = rankMapKey(worker, dpRank);
     this.#reapply();
     if (this.capacity.blocksOf(k) === undefined) {
       const declared = this.registry.get(worker)?.totalKvBlocks;
@@ -93,10 +93,12 @@ export class ClosedLoop {
   #reapply(): void {
     if (this.index.generation === this.#generation) return;
     this.#generation = this.index.generation;
-    for (const k of this.capacity.keys()) {
-      const [worker, rank] = k.split("\u0000");
-      const w = this.registry.get(worker!);
-      if (w && !w.kvEvents) this.index.setSlotCapacity(worker!, Number(rank), this.capacity.blocksOf(k)!);
+    for (const w of this.registry.workers()) {
+      if (w.kvEvents) continue;
+      for (const r of w.ranks) {
+        const blocks = this.capacity.blocksOf(rankMapKey(w.id, r.dpRank));
+        if (blocks !== undefined) this.index.setSlotCapacity(w.id, r.dpRank, blocks);
+      }
     }
   }
 
@@ -104,7 +106,7 @@ export class ClosedLoop {
   forget(worker: string): void {
     for (const r of this.registry.get(worker)?.ranks ?? []) {
       this.trust[r.slot] = 1;
-      this.capacity.forget(rankKey(worker, r.dpRank));
+      this.capacity.forget(rankMapKey(worker, r.dpRank));
     }
     this.monitor.reset(worker);
   }
@@ -112,13 +114,9 @@ export class ClosedLoop {
   snapshot(): RankPrediction[] {
     return this.monitor.snapshot().map((p) => {
       const precise = this.registry.get(p.worker)?.kvEvents ?? true;
-      const cap = precise ? undefined : this.capacity.blocksOf(rankKey(p.worker, p.dpRank));
+      const cap = precise ? undefined : this.capacity.blocksOf(rankMapKey(p.worker, p.dpRank));
       // A rank bounded by a capacity records its blocks with the longest lifetime (ttlFor), and says so.
       return cap === undefined ? { ...p, precise } : { ...p, precise, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
     });
   }
-}
-
-function rankKey(worker: string, dpRank: number): string {
-  return `${worker}\u0000${dpRank}`;
 }

@@ -18,5 +18,6 @@ export { ROUTING_POLICIES, validatePolicy } from "./routing-policy.ts";
 export type { RoutingPolicy } from "./routing-policy.ts";
 export type { WorkerEntry, RankState } from "./worker-registry.ts";
 export type { DecisionCandidate, DecisionDetail, DecisionInputs, DecisionRecord, DecisionSink } from "./decision-record.ts";
+export { rankMapKey } from "./prediction-monitor.ts";
 export { breakTies, rankKeyOf, rendezvousWeight, type TieInputs } from "./tie-break.ts";
 export { fanOutDecisions } from "./decision-fanout.ts";

@@ -99,18 +99,18 @@ export class PredictionMonitor {
 
   /** The lifetime to record this rank's next routed prompt with (the fixed TTL until the rank has evidence). */
   ttlFor(worker: string, dpRank: number): number {
-    return this.#ranks.get(key(worker, dpRank))?.ttlMs ?? this.config.approxTtlMs;
+    return this.#ranks.get(rankMapKey(worker, dpRank))?.ttlMs ?? this.config.approxTtlMs;
   }
 
   /** Reported over predicted hits for the rank once it has `minSamples` responses, capped at 1; 1 before. */
   trustOf(worker: string, dpRank: number): number {
-    const s = this.#ranks.get(key(worker, dpRank));
+    const s = this.#ranks.get(rankMapKey(worker, dpRank));
     if (!s || s.samples < this.config.minSamples || s.predictedTokens === 0) return 1;
     return Math.max(0, Math.min(1, s.ratio));
   }
 
   isFlagged(worker: string, dpRank: number): boolean {
-    return this.#ranks.get(key(worker, dpRank))?.flagged ?? false;
+    return this.#ranks.get(rankMapKey(worker, dpRank))?.flagged ?? false;
   }
 
   /** The rank's index was rebuilt or cleared: old samples describe a view that is gone. */
@@ -144,7 +144,7 @@ export class PredictionMonitor {
   }
 
   #rank(worker: string, dpRank: number): RankState {
-    const k = key(worker, dpRank);
+    const k = rankMapKey(worker, dpRank);
     let s = this.#ranks.get(k);
     if (!s) {
       s = { worker, dpRank, samples: 0, predictedTokens: 0, reportedTokens: 0, error: 0, ratio: 1, flagged: false, ttlMs: this.config.approxTtlMs,
@@ -155,6 +155,7 @@ export class PredictionMonitor {
   }
 }
 
-function key(worker: string, dpRank: number): string {
+/** The Map key of one (worker, rank) among the closed loop's per-rank state. */
+export function rankMapKey(worker: string, dpRank: number): string {
   return `${worker}\u0000${dpRank}`;
 }

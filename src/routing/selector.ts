@@ -221,13 +221,14 @@ export class Selector implements TieInputs {
     else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, weight, promptBlocks, this);
     const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw, weight) : undefined;
     this.#ranks = EMPTY;
-    const overlapBlocks = this.#inflightCached ? f64[base + ScoreCol.overlap * stride + chosen]! : this.#overlapOf(ranks[chosen]!, gen);
+    // As the kernel saw it (the columns hold the final candidates, a pinned rank included).
+    const overlapBlocks = f64[base + ScoreCol.overlap * stride + chosen]!;
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
       cachedTokens: Math.min(isl, overlapBlocks * blockSize),
       expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
-      potentialPrefillTokens: alpha === 1 ? f64[base + ScoreCol.potentialPrefill * stride + chosen]!
-        : queuedPrefill(ranks[chosen]!.load) + Math.max(0, isl - overlapBlocks * blockSize),
+      // In tokens as they are: the kernel's column holds queued prefill scaled by the new-prefill factor.
+      potentialPrefillTokens: queuedPrefill(ranks[chosen]!.load) + Math.max(0, isl - overlapBlocks * blockSize),
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, capture,
     };
