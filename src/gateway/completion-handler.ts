@@ -15,6 +15,7 @@ import type { Endpoint } from "./prompt-tokens.ts";
 import { previewBody } from "./route-preview.ts";
 import { hedgedDispatch } from "./hedged-dispatch.ts";
 import { SseRelay } from "./sse-relay.ts";
+import { hasBody } from "./direct-source.ts";
 import { clientHeaders, readAll, UpstreamFailure } from "./upstream.ts";
 import { explainHeaders, explainTable } from "./explain.ts";
 import { RequestTrace } from "./request-trace.ts";
@@ -101,7 +102,7 @@ export function completionHandler(gw: GatewayState, endpoint: Endpoint) {
     const first = ex.stream && gw.hedge.enabled ? await hedgedDispatch(gw, ex, gw.hedge) : await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
     const res = first.attempt.res;
     if (!res.ok) return passThrough(gw, first, ex.requestId);
-    if (ex.stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    if (ex.stream && hasBody(res) && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
       return new SseRelay(gw, ex, first).response(await headersOf(first, ex.requestId));
     }
     return whole(gw, ex, first);

@@ -1,7 +1,9 @@
 /**
- * @module A streamed body the gateway makes (the SSE relay's) can also be driven without its ReadableStream: a
- * runtime adapter that writes to its own socket (Node's) asks the stream for its source and pulls chunks straight
- * into the socket, saving a web-stream read and enqueue per chunk. Runtimes that do not ask read the stream as usual.
+ * @module Streamed bodies driven without their ReadableStream, where a runtime adapter can. Downstream, an adapter
+ * that writes to its own socket (Node's) takes the SSE relay's source from the Response and pulls chunks straight
+ * into the socket; upstream, a transport that reads its own socket (Node's) lets the relay read a worker's body
+ * from it. Both save a web-stream enqueue and read per chunk and never make the Response build its body stream;
+ * runtimes that offer neither read the streams as usual.
  */
 
 /** Where a pulled chunk goes: the shape of a ReadableStream controller, so the producer serves both. */
@@ -19,22 +21,39 @@ export interface DirectSource {
   cancel(): void;
 }
 
+/** What the relay reads a worker's body through: a ReadableStream reader or a transport's own. */
+export type BodyReader = Pick<ReadableStreamDefaultReader<Uint8Array>, "read" | "cancel">;
+
 const SOURCE = Symbol.for("kvgate.direct-source");
+const BODY = Symbol.for("kvgate.direct-body");
 
-type WithSource = ReadableStream<Uint8Array> & { [SOURCE]?: DirectSource };
-
-/** Lets an adapter drive `stream` through `source` (both read the same producer; only one may be used). */
-export function attachDirectSource(stream: ReadableStream<Uint8Array>, source: DirectSource): void {
-  Object.defineProperty(stream, SOURCE, { value: source, configurable: true });
-}
+type WithSource = { [SOURCE]?: () => DirectSource | undefined };
+type WithBody = { [BODY]?: () => BodyReader | undefined };
 
 /**
- * The source behind `stream`, if it has one and nobody reads the stream yet; the stream is locked then, so the
- * producer has one consumer only.
+ * Lets an adapter drive `res`'s body through `claim()`, which hands the source over once, and only while nobody
+ * reads the body stream (the producer then refuses the stream: one consumer only).
  */
-export function takeDirectSource(stream: ReadableStream<Uint8Array> | null | undefined): DirectSource | undefined {
-  const source = (stream as WithSource | null | undefined)?.[SOURCE];
-  if (!stream || !source || stream.locked) return undefined;
-  stream.getReader();
-  return source;
+export function attachDirectSource(res: Response, claim: () => DirectSource | undefined): void {
+  Object.defineProperty(res, SOURCE, { value: claim, configurable: true });
+}
+
+/** The source behind `res`'s body, if it has one and its stream is not read; undefined otherwise. */
+export function takeDirectSource(res: Response): DirectSource | undefined {
+  return (res as WithSource)[SOURCE]?.();
+}
+
+/** A transport lets the gateway read `res`'s body through `open()` (undefined once its stream is read). */
+export function attachDirectBody(res: Response, open: () => BodyReader | undefined): void {
+  Object.defineProperty(res, BODY, { value: open, configurable: true });
+}
+
+/** A reader of `res`'s body: the transport's own when it offers one, else its stream's; undefined without a body. */
+export function openBody(res: Response): BodyReader | undefined {
+  return (res as WithBody)[BODY]?.() ?? res.body?.getReader();
+}
+
+/** Whether `res` has a body, asked without making a lazily built Response (as @hono/node-server's) build it. */
+export function hasBody(res: Response): boolean {
+  return (res as WithBody)[BODY] !== undefined || res.body !== null;
 }

@@ -8,12 +8,13 @@ import { dispatch } from "./dispatch.ts";
 import { dispatchLeg, requestLeg, type Dispatched } from "./dispatch-leg.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import type { HedgePolicy } from "./hedge-policy.ts";
+import { hasBody, openBody, type BodyReader } from "./direct-source.ts";
 
 /** One attempt's first body chunk (or its end): `done` with no value when the stream ended or failed before any. */
-type First = { d: Dispatched; reader: ReadableStreamDefaultReader<Uint8Array>; chunk?: Uint8Array; failed: boolean };
+type First = { d: Dispatched; reader: BodyReader; chunk?: Uint8Array; failed: boolean };
 
 function readFirst(d: Dispatched): Promise<First> {
-  const reader = d.attempt.res.body!.getReader();
+  const reader = openBody(d.attempt.res)!;
   return reader.read().then((r) => ({ d, reader, chunk: r.done ? undefined : r.value, failed: false }), () => ({ d, reader, failed: true }));
 }
 
@@ -86,7 +87,7 @@ async function dispatchCopy(gw: GatewayState, ex: Exchange, primaryWorker: strin
 export async function hedgedDispatch(gw: GatewayState, ex: Exchange, policy: HedgePolicy, timer: HedgeTimer = realTimer): Promise<Dispatched> {
   const start = gw.fineNow();
   const primary = await dispatch(gw, ex, ex.tokens, ex.bodyText, "retriesLeft");
-  if (!policy.enabled || ex.ext.target || !primary.attempt.res.ok || !primary.attempt.res.body) return primary;
+  if (!policy.enabled || ex.ext.target || !primary.attempt.res.ok || !hasBody(primary.attempt.res)) return primary;
   policy.countRequest();
   const waitMs = policy.thresholdMs(ex.tokens.length);
   const first = readFirst(primary);
@@ -106,7 +107,7 @@ export async function hedgedDispatch(gw: GatewayState, ex: Exchange, policy: Hed
   if (ex.signal.aborted || !policy.tryAcquire()) return withFirst(await first);
   const copy = await dispatchCopy(gw, ex, primary.signals.worker);
   if (!copy) return withFirst(await first);
-  if (!copy.attempt.res.ok || !copy.attempt.res.body) {
+  if (!copy.attempt.res.ok || !hasBody(copy.attempt.res)) {
     drop(copy);
     return withFirst(await first);
   }

@@ -11,7 +11,7 @@ import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
 import { scanEvent } from "./chunk-scan.ts";
-import { attachDirectSource, type ChunkSink } from "./direct-source.ts";
+import { attachDirectSource, openBody, type BodyReader, type ChunkSink, type DirectSource } from "./direct-source.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import type { StreamLease } from "./stream-leases.ts";
 import { recordUsage } from "./usage-feedback.ts";
@@ -20,7 +20,9 @@ import { clientHeaders, describe, stopAttempt, UpstreamFailure } from "./upstrea
 
 export class SseRelay {
   #cur: Dispatched;
-  #reader: ReadableStreamDefaultReader<Uint8Array>;
+  #reader: BodyReader;
+  /** Who reads the client's body: its stream, or an adapter through the direct source (never both). */
+  #consumer: "stream" | "direct" | undefined;
   #splitter = new SseSplitter();
   #identity: { id?: unknown; created?: unknown } | undefined;
   /** The current attempt continues a stream the client already reads: re-label its chunks. */
@@ -46,7 +48,7 @@ export class SseRelay {
 
   constructor(private readonly gw: GatewayState, private readonly ex: Exchange, first: Dispatched) {
     this.#cur = first;
-    this.#reader = first.attempt.res.body!.getReader();
+    this.#reader = openBody(first.attempt.res)!;
     ex.signal.addEventListener("abort", () => this.#cancel(), { once: true });
     this.#lease = gw.leases.open(gw.fineNow(), () => this.#abandoned());
   }
@@ -56,11 +58,21 @@ export class SseRelay {
     const headers = clientHeaders(this.#cur.attempt.res.headers);
     for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
     const body = new ReadableStream<Uint8Array>({
-      pull: (c) => this.#pull(c),
+      pull: (c) => {
+        if (this.#consumer === "direct") return c.error(new TypeError("the body is read through its direct source"));
+        this.#consumer = "stream";
+        return this.#pull(c);
+      },
       cancel: () => this.#cancel(),
     }, { highWaterMark: 0 });
-    attachDirectSource(body, { pull: (sink) => this.#pull(sink), cancel: () => this.#cancel() });
-    return new Response(body, { status: this.#cur.attempt.res.status, headers });
+    const res = new Response(body, { status: this.#cur.attempt.res.status, headers });
+    const source: DirectSource = { pull: (sink) => this.#pull(sink), cancel: () => this.#cancel() };
+    attachDirectSource(res, () => {
+      if (this.#consumer !== undefined) return undefined;
+      this.#consumer = "direct";
+      return source;
+    });
+    return res;
   }
 
   /** Arms the idle watchdog: after idleTimeoutMs without a chunk the attempt is aborted and counted as idle. */
@@ -282,7 +294,8 @@ export class SseRelay {
       return false;
     }
     const res = next.attempt.res;
-    if (!res.ok || !res.body) {
+    const reader = res.ok ? openBody(res) : undefined;
+    if (!reader) {
       const text = await res.text().catch(() => "");
       next.handle.fail();
       this.#endWithError(controller, new KvgateError("KVGATE_ERR_UPSTREAM", `worker ${next.signals.worker} refused the continuation (${res.status}): ${text.slice(0, 300)}`));
@@ -290,7 +303,7 @@ export class SseRelay {
     }
     gw.log("info", `request ${ex.requestId}: ${before ? "retried" : "migrated"} from ${worker} to ${next.signals.worker} after ${this.#tokens} tokens`);
     this.#cur = next;
-    this.#reader = res.body.getReader();
+    this.#reader = reader;
     this.#splitter = new SseSplitter();
     this.#rewriting = this.#forwarded > 0;
     this.#tokensBefore = this.#tokens;

@@ -8,6 +8,7 @@
  */
 import { KvgateError } from "../core/errors.ts";
 import { concat } from "./stream-events.ts";
+import { openBody, type BodyReader } from "./direct-source.ts";
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus what a proxy must not pass on when it re-sends the body. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
@@ -86,7 +87,7 @@ export interface Attempt {
  * Stops an attempt: aborts its request and cancels the body reader. Never throws: workerd's internal streams
  * can throw synchronously from cancel() (a read pending on them), and a stop runs inside cleanup that must go on.
  */
-export function stopAttempt(attempt: Attempt, reader: ReadableStreamDefaultReader<Uint8Array> | undefined): void {
+export function stopAttempt(attempt: Attempt, reader: BodyReader | undefined): void {
   try {
     attempt.abort.abort();
   } catch {
@@ -141,7 +142,7 @@ export function describe(e: unknown): string {
  * Reads the next chunk, failing with an "idle" UpstreamFailure after `ms` of silence. Any other read error
  * becomes a "stream" failure (the worker died or reset the connection mid-body).
  */
-export async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): Promise<ReadableStreamReadResult<Uint8Array>> {
+export async function readChunk(reader: BodyReader, ms: number): Promise<ReadableStreamReadResult<Uint8Array>> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const idle = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new UpstreamFailure("idle", `no data for ${ms} ms`)), ms);
@@ -158,8 +159,8 @@ export async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>,
 
 /** The whole body as text, with the idle limit applied between chunks. */
 export async function readAll(res: Response, idleMs: number): Promise<Uint8Array> {
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
+  const reader = openBody(res);
+  if (!reader) return new Uint8Array(0);
   const parts: Uint8Array[] = [];
   for (;;) {
     const r = await readChunk(reader, idleMs);

@@ -15,8 +15,9 @@ export function directStreams(fetch: FetchFn): FetchFn {
   return async (req, env) => {
     const res = await fetch(req, env);
     const outgoing = (env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-    if (!outgoing || outgoing.headersSent || !res.body) return res;
-    const source = takeDirectSource(res.body);
+    if (!outgoing || outgoing.headersSent) return res;
+    // Asked of the Response itself: reading res.body would make @hono/node-server's lazy Response build its stream.
+    const source = takeDirectSource(res);
     if (!source) return res;
     outgoing.writeHead(res.status, outgoingHeaders(res.headers));
     // Sent with the first chunk, or after a short hold (server-response.ts), as @hono/node-server does.

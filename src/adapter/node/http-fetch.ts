@@ -11,6 +11,7 @@ import https from "node:https";
 import type { IncomingMessage } from "node:http";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Readable } from "node:stream";
+import { attachDirectBody } from "../../gateway/direct-source.ts";
 
 export interface NodeHttpFetchOptions {
   /** Open connections kept per worker; default 256. */
@@ -141,39 +142,95 @@ function toResponse(res: IncomingMessage, status: number, method: string, signal
     headers.delete("content-length");
     res.once("error", (e) => source.destroy(e));
   }
+  // The body is read one way, chosen by its first reader: the web stream, or the relay through attachDirectBody
+  // (direct-source.ts), which takes chunks from the socket's stream with no web-stream enqueue and read per chunk.
+  let mode: "none" | "stream" | "direct" = "none";
   let finished = false;
+  let failure: unknown;
+  let ended = false;
+  let wake: (() => void) | undefined;
+  const woken = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    done();
+  };
+  let ctl: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const fail = (e: unknown): void => {
+    if (finished) return;
+    finish();
+    failure = signal?.aborted ? abortReason(signal) : new TypeError("terminated", { cause: e });
+    ctl?.error(failure);
+    woken();
+  };
+  // Listened to from the start whoever reads, so a failure before the first read is neither lost nor unhandled.
+  source.once("error", fail);
+  // A connection cut before the last byte ends the message without an error event on some Node versions.
+  res.once("close", () => {
+    if (!res.complete) fail(new Error("the connection closed before the response ended"));
+  });
+  source.once("end", () => {
+    ended = true;
+    if (mode === "stream" && !finished) {
+      finish();
+      ctl!.close();
+    }
+    woken();
+  });
   const body = new ReadableStream<Uint8Array>({
-    start(ctl) {
+    pull(c) {
+      if (mode === "direct") return c.error(new TypeError("the body is read through its direct reader"));
+      if (mode === "stream") return void source.resume();
+      mode = "stream";
+      ctl = c;
+      if (failure !== undefined) return c.error(failure);
+      if (ended) {
+        finish();
+        return c.close();
+      }
       source.on("data", (chunk: Buffer) => {
-        ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((ctl.desiredSize ?? 1) <= 0) source.pause();
+        c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        // Up to 8 chunks wait in the stream before the socket is paused.
+        if ((c.desiredSize ?? 0) <= -8) source.pause();
       });
-      source.once("end", () => {
-        if (finished) return;
-        finished = true;
-        done();
-        ctl.close();
-      });
-      const fail = (e: unknown): void => {
-        if (finished) return;
-        finished = true;
-        done();
-        ctl.error(signal?.aborted ? abortReason(signal) : new TypeError("terminated", { cause: e }));
-      };
-      source.once("error", fail);
-      // A connection cut before the last byte ends the message without an error event on some Node versions.
-      res.once("close", () => {
-        if (!res.complete) fail(new Error("the connection closed before the response ended"));
-      });
-    },
-    pull() {
-      source.resume();
     },
     cancel() {
-      finished = true;
-      done();
+      finish();
       res.destroy();
     },
-  }, { highWaterMark: 8 });
-  return new Response(body, { status, statusText: res.statusMessage, headers });
+  }, { highWaterMark: 0 });
+  const reader = {
+    read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+      if (failure !== undefined) return Promise.reject(failure);
+      const chunk = source.read() as Buffer | null;
+      if (chunk !== null) return Promise.resolve({ done: false, value: new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) });
+      if (ended || finished) {
+        finish();
+        return Promise.resolve({ done: true, value: undefined });
+      }
+      // Woken by more data, the end or a failure; then read again.
+      return new Promise<void>((resolve) => {
+        wake = resolve;
+      }).then(() => reader.read());
+    },
+    cancel(): Promise<void> {
+      finish();
+      res.destroy();
+      // A read still waiting ends as done, as a cancelled stream's reads do.
+      woken();
+      return Promise.resolve();
+    },
+  };
+  const response = new Response(body, { status, statusText: res.statusMessage, headers });
+  attachDirectBody(response, () => {
+    if (mode !== "none") return undefined;
+    mode = "direct";
+    source.on("readable", woken);
+    return reader;
+  });
+  return response;
 }

@@ -14,11 +14,17 @@ afterEach(() => {
   server = undefined;
 });
 
-/** A body whose ReadableStream fails when read, so an answer that arrives proves it came through the source. */
-function sourced(pull: (sink: ChunkSink) => Promise<void>, onCancel = (): void => {}): ReadableStream<Uint8Array> {
+/** A response whose body stream fails when read, so an answer that arrives proves it came through the source. */
+function sourced(pull: (sink: ChunkSink) => Promise<void>, init: ResponseInit, onCancel = (): void => {}): Response {
   const body = new ReadableStream<Uint8Array>({ pull: () => Promise.reject(new Error("read through the stream")) }, { highWaterMark: 0 });
-  attachDirectSource(body, { pull, cancel: onCancel });
-  return body;
+  const res = new Response(body, init);
+  let taken = false;
+  attachDirectSource(res, () => {
+    if (taken) return undefined;
+    taken = true;
+    return { pull, cancel: onCancel };
+  });
+  return res;
 }
 
 async function start(app: Hono): Promise<string> {
@@ -37,11 +43,11 @@ describe("directStreams", () => {
       const headers = new Headers({ "content-type": "text/event-stream", "x-kvgate-worker": "w1" });
       headers.append("set-cookie", "a=1");
       headers.append("set-cookie", "b=2");
-      return new Response(sourced(async (sink) => {
+      return sourced(async (sink) => {
         await new Promise((r) => setTimeout(r, 1));
         if (i < 5) sink.enqueue(enc.encode(`data: ${i++}\n\n`));
         else sink.close();
-      }), { status: 201, headers });
+      }, { status: 201, headers });
     });
     const res = await fetch(`${await start(app)}/s`);
     expect(res.status).toBe(201);
@@ -72,7 +78,7 @@ describe("directStreams", () => {
     const sent = new Promise<void>((r) => (firstSent = r));
     app.get("/s", (c) => {
       signal = c.req.raw.signal;
-      return new Response(sourced(async (sink) => {
+      return sourced(async (sink) => {
         pulls++;
         if (pulls === 1) {
           sink.enqueue(enc.encode("data: first\n\n"));
@@ -81,7 +87,7 @@ describe("directStreams", () => {
         }
         // Like the relay: a client that went away cancels the body, and pull returns with nothing.
         await new Promise<void>((r) => (signal!.aborted ? r() : signal!.addEventListener("abort", () => r(), { once: true })));
-      }), { headers: { "content-type": "text/event-stream" } });
+      }, { headers: { "content-type": "text/event-stream" } });
     });
     const ctl = new AbortController();
     const res = await fetch(`${await start(app)}/s`, { signal: ctl.signal });

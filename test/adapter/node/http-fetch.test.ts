@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeHttpFetch } from "../../../src/adapter/node/http-fetch.ts";
+import { hasBody, openBody, type BodyReader } from "../../../src/gateway/direct-source.ts";
 
 /** A loopback server with one route per behaviour the transport must reproduce as fetch would. */
 let server: http.Server;
@@ -63,6 +64,11 @@ beforeAll(async () => {
           res.write("data: partial\n\n");
           setTimeout(() => res.socket?.destroy(), 20);
           return;
+        case "/slow-stream":
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write("data: start\n\n");
+          setTimeout(() => res.end("data: [DONE]\n\n"), 5_000).unref();
+          return;
         case "/slow":
           setTimeout(() => res.end("late"), 2_000);
           return;
@@ -85,6 +91,15 @@ afterAll(() => {
   server.closeAllConnections();
   server.close();
 });
+
+async function drain(reader: BodyReader): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for (;;) {
+    const r = await reader.read();
+    if (r.done) return out;
+    out.push(r.value);
+  }
+}
 
 async function text(body: ReadableStream<Uint8Array>): Promise<string> {
   return new Response(body).text();
@@ -176,6 +191,47 @@ describe("node:http transport", () => {
     expect(err.cause?.code).toBe("ECONNRESET");
     t.close();
     fresh.close();
+  });
+
+  it("lets the relay read a body straight from the socket, and the body one way only", async () => {
+    for (let round = 0; round < 3; round++) {
+      const res = await f(`${base}/sse`);
+      expect(hasBody(res)).toBe(true);
+      const reader = openBody(res)!;
+      // The first reader chooses: the web stream now refuses, and a second direct reader is not given.
+      expect((res as unknown as Record<symbol, () => unknown>)[Symbol.for("kvgate.direct-body")]!()).toBeUndefined();
+      const streamed = res.body!.getReader().read().then(() => "read", (e: Error) => e.message);
+      const chunks = await drain(reader);
+      expect(await streamed).toMatch("direct reader");
+      expect(Buffer.concat(chunks).toString()).toBe("data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\ndata: [DONE]\n\n");
+      expect(await reader.read()).toEqual({ done: true, value: undefined });
+    }
+    // Read the web way first: no direct reader afterwards, the stream as before.
+    const res = await f(`${base}/sse`);
+    const web = res.body!.getReader();
+    const first = await web.read();
+    expect(first.done).toBe(false);
+    expect(() => openBody(res)).toThrow("locked");
+    const big = await f(`${base}/big`);
+    const whole = Buffer.concat(await drain(openBody(big)!));
+    expect(whole.length).toBe(3 << 20);
+    expect(whole.every((b) => b === 7)).toBe(true);
+    await web.cancel();
+  });
+
+  it("fails a direct read when the worker dies mid-stream or the caller aborts, and cancels by closing the connection", async () => {
+    await expect(drain(openBody(await f(`${base}/cut`))!)).rejects.toThrow("terminated");
+    const ctl = new AbortController();
+    const res = await f(`${base}/sse`, { signal: ctl.signal });
+    const reader = openBody(res)!;
+    await reader.read();
+    ctl.abort(new Error("client left"));
+    await expect(drain(reader)).rejects.toThrow("client left");
+    const left = openBody(await f(`${base}/slow-stream`))!;
+    expect(Buffer.from((await left.read()).value!).toString()).toBe("data: start\n\n");
+    const pending = left.read();
+    await left.cancel();
+    expect(await pending).toEqual({ done: true, value: undefined });
   });
 
   it("hands anything it does not cover to the fallback", async () => {
