@@ -117,12 +117,13 @@ export class HotPrefixes {
 /**
  * Picks the `k` of `n` candidates a hot prefix is served from into `out` (indices, ascending): those already
  * holding the prefix first (no one pays its prefill again), then by rendezvous weight of the prefix on the rank,
- * so every replica picks the same workers. `held(i)` says whether candidate i caches the prefix; `rankKey(i)` is
- * its rendezvous key. Equal weights (a 32-bit hash collision) keep the lower index. Returns the count written (k).
+ * so every replica picks the same workers. Candidate i holds the prefix when `held[heldAt + i]` > 0 (the overlap
+ * column the kernel read); `keys[i]` is its rendezvous key. Equal weights (a 32-bit hash collision) keep the lower
+ * index. Returns the count written (k).
  */
-export function pickSpreadSet(n: number, k: number, lo: number, hi: number, held: (i: number) => boolean,
-  rankKey: (i: number) => number, out: Int32Array, weights: Float64Array): number {
-  for (let i = 0; i < n; i++) weights[i] = (held(i) ? 4294967296 : 0) + rendezvousWeight(lo, hi, rankKey(i));
+export function pickSpreadSet(n: number, k: number, lo: number, hi: number, held: Float64Array, heldAt: number,
+  keys: ArrayLike<number>, out: Int32Array, weights: Float64Array): number {
+  for (let i = 0; i < n; i++) weights[i] = (held[heldAt + i]! > 0 ? 4294967296 : 0) + rendezvousWeight(lo, hi, keys[i]!);
   if (k <= 32) {
     // The k heaviest by insertion into a sorted run: a candidate beats the lightest kept only ~k·ln(n/k) times.
     let m = 0;

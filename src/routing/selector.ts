@@ -113,6 +113,8 @@ export class Selector implements TieInputs {
   // Scratch for a hot prefix's candidate subset (reused: no allocation per request).
   readonly #spreadIdx: Int32Array;
   readonly #spreadWeights: Float64Array;
+  /** The rendezvous keys of the candidates the last fill pass read, by position. */
+  readonly #rankKeys: Float64Array;
   readonly #spreadRanks: RankState[] = [];
 
   /** Hot-prefix spreading; unset = every candidate is scored (the reference behaviour). */
@@ -129,6 +131,7 @@ export class Selector implements TieInputs {
     this.trust = new Float64Array(index.options.maxSlots).fill(1);
     this.#spreadIdx = new Int32Array(index.options.maxSlots);
     this.#spreadWeights = new Float64Array(index.options.maxSlots);
+    this.#rankKeys = new Float64Array(index.options.maxSlots);
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
     this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
@@ -146,13 +149,12 @@ export class Selector implements TieInputs {
     if (n === 0) throw new KvgateError("KVGATE_ERR_STATE", "select() called without candidates");
     if (n > this.index.options.maxSlots) throw new KvgateError("KVGATE_ERR_STATE", "more candidates than index slots");
     const blockSize = ranks[0]!.worker.blockSize;
-    let anyActive = false;
-    for (let i = 0; i < n; i++) {
-      const r = ranks[i]!;
-      if (r.worker.blockSize !== blockSize) {
-        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates use different block sizes; name the model in the request");
-      }
-      if (r.load.activeRequests > 0 || r.load.remote.requests > 0) anyActive = true;
+    // Whether in-flight prompts can matter. A booking selection always asks the in-flight index (empty when nothing is
+    // in flight, so the answer is the same); a query-only one reads the prompt's keys only when something is active.
+    let anyActive = p.willBook;
+    for (let i = 0; i < n && !anyActive; i++) {
+      const load = ranks[i]!.load;
+      if (load.activeRequests > 0 || load.remote.requests > 0) anyActive = true;
     }
     const t0 = this.fine();
     const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, req.eagle));
@@ -165,8 +167,6 @@ export class Selector implements TieInputs {
       this.#overlap[slot] = matches.depth(i);
       this.#stamp[slot] = gen;
     }
-    let best = 0;
-    for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
     const keys = p.assumeKvReuse && (p.willBook || anyActive) ? this.#readKeys(promptBlocks) : undefined;
     const isl = req.tokens.length;
     const inflight = keys !== undefined && anyActive ? this.inflight : undefined;
@@ -181,7 +181,9 @@ export class Selector implements TieInputs {
     const weight = p.overlapWeight * alpha;
     this.#queuedScale = 1 / alpha;
     this.#inflightCached = p.inflightCached === true;
-    this.#fillColumns(ranks, n, gen, inflight, blockSize);
+    // The best overlap any candidate has in the index (the fill pass reads it; a pinned rank leaves the others).
+    let best = this.#fillColumns(ranks, n, gen, inflight, blockSize);
+    if (p.pinned) for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
     const kernelDraw = this.rand();
     let chosen = run(n, isl, weight, p.temperature, kernelDraw);
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
@@ -194,7 +196,7 @@ export class Selector implements TieInputs {
         const idx = this.#spreadIdx;
         // Holders as the kernel saw them (with in-flight blocks when those count as cached).
         const overlapCol = base + ScoreCol.overlap * stride;
-        pickSpreadSet(n, k, words[0]!, words[1]!, (i) => f64[overlapCol + i]! > 0, (i) => ranks[i]!.key, idx, this.#spreadWeights);
+        pickSpreadSet(n, k, words[0]!, words[1]!, f64, overlapCol, this.#rankKeys, idx, this.#spreadWeights);
         let globalMin = Infinity, setMin = Infinity;
         for (let i = 0; i < n; i++) globalMin = Math.min(globalMin, f64[costCol + i]!);
         for (let j = 0; j < k; j++) setMin = Math.min(setMin, f64[costCol + idx[j]!]!);
@@ -234,25 +236,37 @@ export class Selector implements TieInputs {
     };
   }
 
-  /** The core's cost kernel reads f64 columns of `stride` entries; filled straight from the rank loads. */
-  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number): void {
+  /**
+   * The core's cost kernel reads f64 columns of `stride` entries; filled straight from the rank loads. Returns the
+   * largest index overlap among `ranks` (what the selection reports as the best available).
+   */
+  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number): number {
     const { f64, base, stride } = this.index.scoreColumns();
     const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
     const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
+    const queuedScale = this.#queuedScale, inflightCached = this.#inflightCached, keys = this.#rankKeys;
+    let best = 0;
     for (let i = 0; i < n; i++) {
-      const r = ranks[i]!, load = r.load;
+      const r = ranks[i]!, load = r.load, remote = load.remote;
+      if (r.worker.blockSize !== blockSize) {
+        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates use different block sizes; name the model in the request");
+      }
+      keys[i] = r.key;
       const cachedNow = this.#overlapOf(r, gen);
+      if (cachedNow > best) best = cachedNow;
+      const shared = inflight !== undefined ? inflight.sharedOf(r.slot) : 0;
       // A KV-event rank's index learns a prompt's blocks only once its engine stored them; blocks an in-flight prompt
       // there is prefilling will be cached by the time this one runs (approximate ranks recorded them at routing).
-      f64[overlapCol + i] = this.#inflightCached && inflight !== undefined && r.worker.kvEvents ? Math.max(cachedNow, inflight.sharedOf(r.slot)) : cachedNow;
-      f64[prefillCol + i] = queuedPrefill(load) * this.#queuedScale;
-      const own = load.activeBlocks + load.outputBlocks + load.remote.blocks;
+      f64[overlapCol + i] = inflightCached && r.worker.kvEvents && shared > cachedNow ? shared : cachedNow;
+      f64[prefillCol + i] = (load.activePrefillTokens + remote.prefillTokens) * queuedScale;
+      const own = load.activeBlocks + load.outputBlocks + remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
-      f64[activeCol + i] = inflight !== undefined && (load.activeRequests > 0 || load.remote.requests > 0) ? inflight.sharedOf(r.slot) : 0;
+      f64[activeCol + i] = load.activeRequests > 0 || remote.requests > 0 ? shared : 0;
       f64[bsCol + i] = blockSize;
       f64[treeCol + i] = 0;
     }
+    return best;
   }
 
   /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs, BigInt-free, in the scratch buffer. */

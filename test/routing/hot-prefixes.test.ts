@@ -64,7 +64,8 @@ describe("pickSpreadSet", () => {
   const ids = ["w0", "w1", "w2", "w3", "w4", "w5"];
   function pick(order: string[], k: number, held: Set<string>, lo: number, hi: number): string[] {
     const out = new Int32Array(order.length), weights = new Float64Array(order.length);
-    const n = pickSpreadSet(order.length, k, lo, hi, (i) => held.has(order[i]!), (i) => rankKeyOf(order[i]!, 0), out, weights);
+    const heldCol = Float64Array.from(order, (w) => (held.has(w) ? 1 : 0));
+    const n = pickSpreadSet(order.length, k, lo, hi, heldCol, 0, order.map((w) => rankKeyOf(w, 0)), out, weights);
     return Array.from(out.subarray(0, n), (i) => order[i]!).sort();
   }
 
