@@ -71,6 +71,19 @@ int kvgate_record_route(kvgate_index* x, uint32_t slot, const uint64_t* seq, siz
   return kvg_ok(x);
 }
 
+int kvgate_slot_capacity(kvgate_index* x, uint32_t slot, uint32_t capacity, uint32_t* dropped) {
+  KVG_CHECK(x);
+  if (!dropped) return kvg_fail(x, KVGATE_E_NULL, "slot_capacity: NULL argument");
+  *dropped = 0;
+  if (slot >= x->opts.max_slots) return kvg_fail(x, KVGATE_E_BAD_SLOT, "slot_capacity: slot %u >= max_slots", slot);
+  if (capacity > 0x7fffffffu) return kvg_fail(x, KVGATE_E_BAD_ARG, "slot_capacity: capacity %u is not a block count", capacity);
+  KVG_ENTER(x, "slot_capacity");
+  int r = (int)Z_kvgate_coreZ_slot_capacity(&x->inst, slot, capacity);
+  if (r < 0) return kvg_status(x, r, "slot_capacity");
+  *dropped = (uint32_t)r;
+  return kvg_ok(x);
+}
+
 int kvgate_expire(kvgate_index* x, double now, uint32_t* expired) {
   KVG_CHECK(x);
   if (!expired) return kvg_fail(x, KVGATE_E_NULL, "expire: NULL argument");

@@ -40,7 +40,7 @@ extern "C" {
 /* Counter indices of kvgate_stats.counters (cumulative since creation). */
 enum {
   KVGATE_C_APPLIED, KVGATE_C_PARENT_MISSING, KVGATE_C_INVALID, KVGATE_C_CAPACITY, KVGATE_C_UNKNOWN_REMOVED,
-  KVGATE_C_BAD_SLOT, KVGATE_C_CORRUPT, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED, KVGATE_COUNTERS
+  KVGATE_C_BAD_SLOT, KVGATE_C_CORRUPT, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED, KVGATE_C_CAPPED, KVGATE_COUNTERS
 };
 
 typedef struct kvgate_index kvgate_index;
@@ -167,6 +167,9 @@ int kvgate_find_matches_by_hashes(kvgate_index* x, const uint64_t* seq, size_t n
 int kvgate_record_route(kvgate_index* x, uint32_t slot, const uint64_t* seq, size_t n, double now, double ttl,
                         uint32_t* recorded);
 int kvgate_expire(kvgate_index* x, double now, uint32_t* expired);
+/* Approximate mode: `slot` keeps at most `capacity` routed blocks (0: only the TTLs bound them), least recently
+   routed first out; the excess is dropped at once (*dropped). Blocks an engine event confirmed do not count. */
+int kvgate_slot_capacity(kvgate_index* x, uint32_t slot, uint32_t capacity, uint32_t* dropped);
 /* Costs of `n` candidates (costs_out may be NULL) and the chosen one. */
 int kvgate_score(kvgate_index* x, const kvgate_candidate* c, size_t n, const kvgate_score_request* r,
                  double* costs_out, uint32_t* chosen);

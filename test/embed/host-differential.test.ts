@@ -109,7 +109,7 @@ describe("50,000 seeded index operations against the reference model", () => {
   it("should exercise every outcome the model counts", () => {
     expect(script.ops.length).toBeGreaterThanOrEqual(50_000);
     const c = ref.counters;
-    for (const k of ["applied", "parentMissing", "invalid", "capacity", "unknownRemoved", "evicted", "expired", "pruned"] as const) {
+    for (const k of ["applied", "parentMissing", "invalid", "capacity", "unknownRemoved", "evicted", "expired", "pruned", "capped"] as const) {
       expect(c[k], k).toBeGreaterThan(0);
     }
     expect(script.ops.filter((op) => op.startsWith("M ")).length).toBeGreaterThan(5_000);

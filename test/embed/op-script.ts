@@ -68,11 +68,13 @@ export interface IndexScriptOptions {
 }
 
 /**
- * `ops` random index operations (Stored, Removed, binary batches, clears, workers leaving, approximate-mode records,
- * expiry, matches) with the reference model's result after each one; ends with the counters.
+ * `ops` random index operations (Stored, Removed, binary batches, clears, workers leaving, approximate-mode records
+ * and slot capacities, expiry, matches) with the reference model's result after each one; ends with the counters.
  */
 export function indexOps(o: IndexScriptOptions): { script: Script; ref: ReferenceIndex } {
   const rnd = seededRandom(o.seed);
+  // Capacity ops come from their own stream, so the other operations are drawn as they were before capacities existed.
+  const capRnd = seededRandom(o.seed + 1000);
   const nodes = forest(rnd, o.universe);
   const ref = new ReferenceIndex(o.capacity, o.approxMax, 0.8);
   const s: Script = { ops: [`I ${o.slots} ${o.capacity} ${o.approxMax} ${o.seed}`], expected: ["I 0"] };
@@ -139,6 +141,11 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
       const ttl = 5_000 + rnd.int(200_000);
       const done = ref.record(slot, seqs, now, ttl);
       emit(`T ${slot} ${now} ${ttl} ${seqs.length} ${seqs.join(" ")}`, `T 0 ${done} ${size()}`);
+      if (capRnd.next() < 0.02) {
+        // Often lifted again (0), so the approximate blocks still outgrow approxMax and pruning runs too.
+        const cap = capRnd.next() < 0.7 ? 0 : 1 + capRnd.int(60);
+        emit(`L ${slot} ${cap}`, `L 0 ${ref.setCapacity(slot, cap)} ${size()}`);
+      }
     } else if (roll < 0.92) {
       const seqs = path(nodes[rnd.int(nodes.length)]!).map((n) => n.seq);
       const m = [...ref.findMatches(seqs)].sort((a, b) => a[0] - b[0]);
@@ -157,7 +164,7 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
     }
   }
   const c = ref.counters;
-  emit("Q", ["Q", 0, ref.size, ref.ttlCount, c.applied, c.parentMissing, c.invalid, c.capacity, c.unknownRemoved, c.evicted, c.expired, c.pruned].join(" "));
+  emit("Q", ["Q", 0, ref.size, ref.ttlCount, c.applied, c.parentMissing, c.invalid, c.capacity, c.unknownRemoved, c.evicted, c.expired, c.pruned, c.capped].join(" "));
   return { script: s, ref };
 }
 

@@ -169,6 +169,12 @@ int main(int argc, char** argv) {
         free(seq);
         break;
       }
+      case 'L': {
+        uint32_t slot = (uint32_t)num(), cap = (uint32_t)num(), dropped = 0;
+        st = kvgate_slot_capacity(x, slot, cap, &dropped);
+        printf("L %d %u =%u\n", st, dropped, entries());
+        break;
+      }
       case 'M': {
         size_t n = num();
         uint64_t* seq = u64s(n);
@@ -217,7 +223,8 @@ int main(int argc, char** argv) {
         st = kvgate_stats_get(x, &s);
         printf("Q %d %u %u", st, s.entries, s.ttl_entries);
         static const int shown[] = {KVGATE_C_APPLIED, KVGATE_C_PARENT_MISSING, KVGATE_C_INVALID, KVGATE_C_CAPACITY,
-                                    KVGATE_C_UNKNOWN_REMOVED, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED};
+                                    KVGATE_C_UNKNOWN_REMOVED, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED,
+                                    KVGATE_C_CAPPED};
         for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) printf(" %u", s.counters[shown[i]]);
         printf("\n");
         break;

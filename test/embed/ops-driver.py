@@ -61,6 +61,9 @@ def main(path: str) -> None:
         elif op == "T":
             st, r = status(lambda: idx.record_route(n(0), [int(v) for v in a[4:4 + n(3)]], float(a[1]), float(a[2])))
             out.write(f"T {st} {r or 0} ={ent()}\n")
+        elif op == "L":
+            st, r = status(lambda: idx.slot_capacity(n(0), n(1)))
+            out.write(f"L {st} {r or 0} ={ent()}\n")
         elif op == "M":
             st, r = status(lambda: idx.find_matches_by_hashes([int(v) for v in a[1:1 + n(0)]]))
             ms = sorted(r or [])
@@ -80,7 +83,8 @@ def main(path: str) -> None:
         elif op == "Q":
             s = idx.stats()
             c = s["counters"]
-            keys = ("applied", "parent_missing", "invalid", "capacity", "unknown_removed", "evicted", "expired", "pruned")
+            keys = ("applied", "parent_missing", "invalid", "capacity", "unknown_removed", "evicted", "expired", "pruned",
+                    "capped")
             out.write(" ".join(["Q", "0", str(s["entries"]), str(s["ttl_entries"])] + [str(c[k]) for k in keys]) + "\n")
         else:
             raise SystemExit(f"ops-driver.py: unknown op {op}")

@@ -6,7 +6,7 @@ from . import native as N
 from .errors import KvgateError, STATUS
 
 COUNTER_NAMES = ("applied", "parent_missing", "invalid", "capacity", "unknown_removed", "bad_slot", "corrupt",
-                 "evicted", "expired", "pruned")
+                 "evicted", "expired", "pruned", "capped")
 # Stored outcomes returned (not raised) by Index.store, as the JS KvIndex.stored returns them.
 STORE_OUTCOMES = (STATUS["OK"], STATUS["PARENT_NOT_FOUND"], STATUS["INVALID_SEQUENCE"], STATUS["CAPACITY"])
 
@@ -167,6 +167,12 @@ class Index:
     def record_route(self, slot: int, seq: Sequence[int], now: float, ttl: float) -> int:
         out = N.u32()
         self._check(self._lib.kvgate_record_route(self._handle(), slot, _u64s(seq), len(seq), now, ttl, C.byref(out)))
+        return out.value
+
+    def slot_capacity(self, slot: int, capacity: int) -> int:
+        """Approximate mode: `slot` keeps at most `capacity` routed blocks (0: TTLs only); returns blocks dropped now."""
+        out = N.u32()
+        self._check(self._lib.kvgate_slot_capacity(self._handle(), slot, capacity, C.byref(out)))
         return out.value
 
     def expire(self, now: float) -> int:

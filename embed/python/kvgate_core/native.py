@@ -4,7 +4,7 @@ import os
 
 u32, u64, i32, i64, f64, sz = C.c_uint32, C.c_uint64, C.c_int32, C.c_int64, C.c_double, C.c_size_t
 P = C.POINTER
-COUNTERS = 10
+COUNTERS = 11
 
 
 class Options(C.Structure):
@@ -65,6 +65,7 @@ PROTOTYPES = {
     "kvgate_find_matches": (C.c_int, [H, P(u32), sz, P(HashOpts), P(Match), sz, P(sz), P(sz)]),
     "kvgate_find_matches_by_hashes": (C.c_int, [H, P(u64), sz, P(Match), sz, P(sz)]),
     "kvgate_record_route": (C.c_int, [H, u32, P(u64), sz, f64, f64, P(u32)]),
+    "kvgate_slot_capacity": (C.c_int, [H, u32, u32, P(u32)]),
     "kvgate_expire": (C.c_int, [H, f64, P(u32)]),
     "kvgate_score": (C.c_int, [H, P(Candidate), sz, P(ScoreRequest), P(f64), P(u32)]),
     "kvgate_tree_size": (C.c_int, [H, u32, P(u32)]),
