@@ -8,6 +8,7 @@ import { KvgateError, isKvgateError } from "../core/errors.ts";
 import { queueRejectedError, type DecisionRecord, type RequestHandle, type RouteOverrides, type RouteSignals, type WorkerRole, type WorkerTarget } from "../routing/index.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { retryableStatus, sendUpstream, UpstreamFailure, type Attempt } from "./upstream.ts";
+import { markRouted } from "./usage-feedback.ts";
 
 export interface Dispatched {
   attempt: Attempt;
@@ -82,6 +83,7 @@ export async function dispatchLeg(gw: GatewayState, ex: Exchange, tokens: Uint32
     if (outcome.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a dispatch");
     const { handle, signals } = outcome;
     ex.trace.routed(signals, routeStart);
+    markRouted(gw, signals);
     if (leg.prefilled) handle.firstToken();
     // One prediction per request: a disaggregated request's is its prefill leg's (recorded by routePrefill).
     if (!leg.prefilled) gw.metrics.routed(signals, ex.tokenizeMs, ex);

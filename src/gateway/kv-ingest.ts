@@ -155,6 +155,11 @@ export class KvIngest {
     return restarted && s.counters.batches + s.counters.restarts === before ? "duplicate" : "applied";
   }
 
+  /** Blocks the (worker, rank)'s KV events have removed so far (0 before any stream), cumulative. */
+  blocksRemovedOf(worker: string, dpRank: number): number {
+    return this.hub.get(worker, dpRank)?.counters.blocksRemoved ?? 0;
+  }
+
   /** Each HTTP-fed (worker, rank) stream's last applied sequence number, for a warm-restart snapshot. */
   streamSeqs(): [string, number, number][] {
     return this.hub.streams().filter((s) => s.lastSeq >= 0 && !this.#zmqWorkers.has(s.worker)).map((s) => [s.worker, s.dpRank, s.lastSeq]);

@@ -18,6 +18,11 @@ export interface UsageReport {
   reportedTokens: number;
   /** usage.prompt_tokens. */
   promptTokens: number;
+  /**
+   * The engine's KV events removed blocks on the rank between routing and this answer: a miss may then be an eviction
+   * (a saturated engine), not a stale index, so the answer cannot get the rank flagged.
+   */
+  evictedSince?: boolean;
   /** usage.completion_tokens, when the answer is complete (decode-aware load learns output lengths from it). */
   completionTokens?: number;
   sessionId?: string;
@@ -54,7 +59,7 @@ export class ClosedLoop {
     if (!w || !rank) return;
     const k = rankMapKey(u.worker, u.dpRank);
     const governed = !w.kvEvents && this.enabled && this.capacity.blocksOf(k) !== undefined;
-    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents, !governed);
+    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents, !governed, u.evictedSince !== true);
     if (!this.enabled) return;
     if (!w.kvEvents) {
       const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot));

@@ -74,9 +74,10 @@ export class PredictionMonitor {
   /**
    * One response: `predicted` cached tokens at routing time, `reported` by the engine, out of `prompt`. `precise`
    * says whether the rank's index comes from KV events (flagging applies) or from kvgate's own decisions (the
-   * lifetime is learnt instead, unless `steerTtl` is false: a capacity bounds the rank).
+   * lifetime is learnt instead, unless `steerTtl` is false: a capacity bounds the rank). `judge` false: the sample
+   * counts in the ratios but cannot flag the rank (its engine evicted blocks meanwhile, so a miss may be an eviction).
    */
-  observe(worker: string, dpRank: number, predicted: number, reported: number, prompt: number, precise: boolean, steerTtl = true): PredictionVerdict {
+  observe(worker: string, dpRank: number, predicted: number, reported: number, prompt: number, precise: boolean, steerTtl = true, judge = true): PredictionVerdict {
     if (!(prompt > 0) || !(predicted >= 0) || !(reported >= 0)) return "none";
     const s = this.#rank(worker, dpRank);
     const a = this.config.alpha;
@@ -92,7 +93,7 @@ export class PredictionMonitor {
     s.meanReported = first ? r : s.meanReported + a * (r - s.meanReported);
     if (s.meanPredicted > 0) s.ratio = Math.min(s.meanReported / s.meanPredicted, 4);
     if (s.samples < this.config.minSamples || s.predictedTokens === 0) return "none";
-    if (precise) return this.#judge(s);
+    if (precise) return judge ? this.#judge(s) : "none";
     if (steerTtl) this.#steer(s);
     return "none";
   }

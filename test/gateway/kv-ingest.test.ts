@@ -28,15 +28,19 @@ async function setup(extra = ",kv_events=true") {
 
 describe("KV-event ingest", () => {
   it("should make a stored prompt route to its worker, and forget it when the blocks are removed", async () => {
-    const { ingest, overlap } = await setup();
+    const { gw, ingest, overlap } = await setup();
     expect(blocks).toBeGreaterThan(4);
     expect((await overlap()).overlap_blocks).toBe(0);
     const res = await ingest([stored]);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ result: "applied", events: 1, gap: 0, restarted: false });
     expect(await overlap()).toMatchObject({ worker: "w1", overlap_blocks: blocks, prompt_blocks: blocks });
+    expect(gw.state.ingest.blocksRemovedOf("w1", 0)).toBe(0);
     await ingest([{ type: "BlockRemoved", block_hashes: hashes.slice(2), medium: "GPU" }]);
     expect((await overlap()).overlap_blocks).toBe(2);
+    // What the closed loop asks to tell an evicting engine from a stale index (usage-feedback.ts).
+    expect(gw.state.ingest.blocksRemovedOf("w1", 0)).toBe(blocks - 2);
+    expect(gw.state.ingest.blocksRemovedOf("w0", 0)).toBe(0);
     await ingest([{ type: "AllBlocksCleared" }]);
     expect((await overlap()).overlap_blocks).toBe(0);
   });

@@ -50,4 +50,26 @@ describe("closed-loop trust in the expected hits", () => {
     expect(q.expectedCachedTokens).toBeGreaterThan(4 * BS);
     expect(q.expectedCachedTokens).toBeLessThan(7 * BS);
   });
+
+  it("flags a precise rank whose engine misses with no evictions, but not one whose engine evicted meanwhile", async () => {
+    for (const evictedSince of [true, false]) {
+      const f = await fixture({}, [worker("a", { kvEvents: true }), worker("b", { kvEvents: true })]);
+      const p = prompt(4, 16 * BS, 4);
+      cache(f.index, "a", 0, p, 16);
+      // Every answer a total miss: a saturated engine evicting what queued requests were routed for, or a stale index.
+      for (let i = 0; i < 40; i++) {
+        f.router.reportUsage({ worker: "a", dpRank: 0, predictedTokens: 16 * BS, reportedTokens: 0, promptTokens: 16 * BS, evictedSince });
+      }
+      const q = await f.router.query({ requestId: "q", tokens: p, model: "m", target: { worker: "a" } });
+      const flagged = f.router.snapshot().predictions.find((r) => r.worker === "a");
+      if (evictedSince) {
+        // Discounted (nothing is expected to be reported), but the index keeps the rank's blocks.
+        expect(q).toMatchObject({ cachedTokens: 16 * BS, expectedCachedTokens: 0 });
+        expect(flagged?.flagged).toBe(false);
+      } else {
+        // Dropped: the index no longer claims what the engine does not have.
+        expect(q.cachedTokens).toBe(0);
+      }
+    }
+  });
 });

@@ -40,6 +40,16 @@ describe("PredictionMonitor", () => {
     expect(m.isFlagged("w", 1)).toBe(false);
   });
 
+  it("counts misses its engine may have evicted in the ratio, but flags only on misses without evictions", () => {
+    const m = new PredictionMonitor({ minSamples: 8 });
+    for (let i = 0; i < 40; i++) expect(m.observe("w", 0, 640, 0, 1000, true, true, false)).toBe("none");
+    expect(m.isFlagged("w", 0)).toBe(false);
+    expect(m.trustOf("w", 0)).toBeLessThan(0.01);
+    const v: string[] = [];
+    for (let i = 0; i < 5; i++) v.push(m.observe("w", 0, 640, 0, 1000, true, true, true));
+    expect(v[0]).toBe("flagged");
+  });
+
   it("trusts a flagged rank again when its hits come back", () => {
     const m = new PredictionMonitor({ minSamples: 4, alpha: 0.3 });
     for (let i = 0; i < 10; i++) m.observe("a", 0, 500, 0, 1000, true);
