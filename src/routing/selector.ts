@@ -259,7 +259,7 @@ export class Selector implements TieInputs {
       // A KV-event rank's index learns a prompt's blocks only once its engine stored them; blocks an in-flight prompt
       // there is prefilling will be cached by the time this one runs (approximate ranks recorded them at routing).
       f64[overlapCol + i] = inflightCached && r.worker.kvEvents && shared > cachedNow ? shared : cachedNow;
-      f64[prefillCol + i] = (load.activePrefillTokens + remote.prefillTokens) * queuedScale;
+      f64[prefillCol + i] = queuedPrefill(load) * queuedScale;
       const own = load.activeBlocks + load.outputBlocks + remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
       f64[activeCol + i] = load.activeRequests > 0 || remote.requests > 0 ? shared : 0;
