@@ -13,7 +13,7 @@ import {
   indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, expire as expireAt,
   totalEntries, sizes,
 } from "./index/block-index";
-import { findMatches } from "./index/find-matches";
+import { findMatches, setJump, MAX_JUMP } from "./index/find-matches";
 import { record, setSlotCapacity } from "./index/approx-record";
 import { dumpEntries, loadEntries } from "./index/entry-dump";
 import { digestSlots } from "./index/index-digest";
@@ -168,6 +168,16 @@ export function find_matches(nBlocks: i32): i32 {
   if (!ready) return E_STATE;
   if (nBlocks < 0 || nBlocks > blockCap) return E_BAD_ARG;
   return findMatches(seq, nBlocks, out, active);
+}
+
+/**
+ * Blocks find_matches may skip while every matched slot still holds the block past them (1, the default, probes
+ * every block). Exact for slots whose blocks are prefix-closed; a slot with a hole inside a skipped run keeps its depth.
+ */
+export function match_jump(j: i32): i32 {
+  if (j < 1 || j > MAX_JUMP) return E_BAD_ARG;
+  setJump(j);
+  return OK;
 }
 
 /** hash_prompt + find_matches in one crossing. */

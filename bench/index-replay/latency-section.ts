@@ -4,7 +4,7 @@
  */
 import { consume, fmtNs, now, percentile } from "../harness.ts";
 import * as hooks from "../../test/support/kv-index-hooks.ts";
-import type { KvIndex } from "../../src/core/kv-index.ts";
+import { KvIndex } from "../../src/core/kv-index.ts";
 import type { Run } from "./args.ts";
 import type { ReplayFixture, ReplayThroughput } from "./replay-sections.ts";
 
@@ -23,6 +23,8 @@ export interface FindMatchesLatency extends LatencyRow {
   timerFloorNs: number;
   /** The same replay on the index sized to the fleet (hot path). */
   fleetSized: LatencyRow;
+  /** The baseline of the jump: the same as fleetSized on a fresh index that probes every block (matchJump 1). */
+  fleetSizedEveryBlock: LatencyRow & { matchJump: number; jumpedMatchJump: number };
   /** findMatchesByHashes (BigInt copy in, BlockMatch objects out) with per-event stored/removed: the earlier figure. */
   objectForm: LatencyRow;
 }
@@ -116,7 +118,12 @@ export function findMatchesLatency(run: Run, fx: ReplayFixture, tp: ReplayThroug
   log(`  hot path (matchSequenceWords + pairs read in place; events as one binary batch per request), capacity 2^${Math.log2(idx.options.capacity)}:`);
   log(`    ${hot.samples} calls, mean query ${meanQueryBlocks.toFixed(0)} blocks: ${fmtRow(hot)}`);
   const fleetSized = hotPath(small, words, perReq.batches, cycles);
-  log(`  same, index sized to the fleet (capacity 2^${Math.log2(small.options.capacity)}): ${fmtRow(fleetSized)}`);
+  log(`  same, index sized to the fleet (capacity 2^${Math.log2(small.options.capacity)}, matchJump ${small.options.matchJump}): ${fmtRow(fleetSized)}`);
+  // The jump's baseline in this run: a fresh index of the same size probing every block (its warm-up cycle fills it).
+  const exact = new KvIndex(run.module, { capacity: small.options.capacity, matchJump: 1 });
+  for (const n of fx.names) exact.slotFor(n, 0);
+  const every = hotPath(exact, words, perReq.batches, cycles);
+  log(`  same, every block probed (matchJump 1): ${fmtRow(every)}; jump/every p50 ${(fleetSized.p50Ns / every.p50Ns).toFixed(2)}, p99 ${(fleetSized.p99Ns / every.p99Ns).toFixed(2)}`);
   const obj = objectForm(run, fx, cycles);
   log(`  object form (findMatchesByHashes: BigInt copy in, BlockMatch objects out; events per call), as timed before: ${fmtRow(obj)}`);
   let emptyTimer = Infinity;
@@ -125,7 +132,10 @@ export function findMatchesLatency(run: Run, fx: ReplayFixture, tp: ReplayThroug
     emptyTimer = Math.min(emptyTimer, (now() - t0) * 1e6);
   }
   log(`  timer floor ${fmtNs(emptyTimer)}`);
-  const fm: FindMatchesLatency = { ...hot, meanQueryBlocks, timerFloorNs: emptyTimer, fleetSized, objectForm: obj };
+  const fm: FindMatchesLatency = {
+    ...hot, meanQueryBlocks, timerFloorNs: emptyTimer, fleetSized, objectForm: obj,
+    fleetSizedEveryBlock: { ...every, matchJump: 1, jumpedMatchJump: small.options.matchJump },
+  };
   results.findMatchesLatency = fm;
   return fm;
 }

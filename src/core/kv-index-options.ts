@@ -22,6 +22,12 @@ export interface KvIndexOptions {
   approxMaxBlocks?: number;
   /** Approximate mode: pruning keeps this share of approxMaxBlocks. Default 0.8. */
   pruneTargetRatio?: number;
+  /**
+   * find_matches probes every matchJump-th block while no worker drops out, and walks back one block at a time only
+   * where one does (Dynamo's Flash Indexer does the same). Exact while each worker's blocks are prefix-closed, as
+   * engines' LRU eviction keeps them; 1 probes every block. Default 16, at most 1,024.
+   */
+  matchJump?: number;
   /** Salt of the table hash (randomised per process by default so crafted prompts cannot collide on purpose). */
   salt?: bigint;
 }
@@ -39,6 +45,7 @@ const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
   approxTtlMs: 120_000,
   approxMaxBlocks: 1 << 20,
   pruneTargetRatio: 0.8,
+  matchJump: 16,
 };
 
 function positiveInt(name: string, v: number, max: number): void {
@@ -62,6 +69,7 @@ export function resolveOptions(o: KvIndexOptions = {}): ResolvedKvIndexOptions {
   positiveInt("eventBlocks", r.eventBlocks, 1 << 22);
   positiveInt("eventBytes", r.eventBytes, 1 << 28);
   positiveInt("approxMaxBlocks", r.approxMaxBlocks, 1 << 30);
+  positiveInt("matchJump", r.matchJump, 1024);
   if (!Number.isInteger(r.maxMultimodal) || r.maxMultimodal < 0) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `maxMultimodal must be a non-negative integer`);
   }

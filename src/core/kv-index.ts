@@ -55,6 +55,8 @@ export class KvIndex {
     if (st !== Status.OK) throw statusError(st, "init");
     const g = core.grow_prompt(o.promptTokens, o.promptTokens);
     if (g !== Status.OK) throw statusError(g, "init");
+    const j = core.match_jump(o.matchJump);
+    if (j !== Status.OK) throw statusError(j, "match_jump");
     this.#core = core;
     this.#buffer = undefined;
     this.#seeds = new HashSeeds((bytes, seed) => this.#hashBytes(bytes, seed));

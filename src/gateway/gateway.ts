@@ -111,7 +111,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const size = chooseIndexSize(config.index.capacity, plannedFleet(config, host.builtInFleet === true));
   const index = await createKvIndex({
     capacity: size.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
-    approxTtlMs: r.approxTtlMs,
+    matchJump: config.index.matchJump, approxTtlMs: r.approxTtlMs,
   });
   const ops = config.ops;
   const metrics = new GatewayMetrics(now);

@@ -278,14 +278,26 @@ export class ReferenceIndex {
     return done;
   }
 
-  /** Contiguous leading blocks of `seqs` each open slot holds (slots holding none are absent). */
-  findMatches(seqs: readonly bigint[]): Map<number, number> {
+  /**
+   * Leading blocks of `seqs` each open slot holds (slots holding none are absent). With `jump` 1 every block is
+   * checked. With a larger jump the match looks at blocks jump apart and accepts the run between two of them for
+   * every slot still matching while all of those hold the later one; where any does not, that run is checked block
+   * by block. A slot with a hole inside an accepted run is matched past it (the WASM core's match_jump).
+   */
+  findMatches(seqs: readonly bigint[], jump = 1): Map<number, number> {
     const out = new Map<number, number>();
-    for (const [slot, h] of this.holds) {
-      let d = 0;
-      while (d < seqs.length && (h.get(seqs[d]!) ?? 0) > 0) d++;
-      if (d > 0) out.set(slot, d);
+    const holds = (slot: number, i: number): boolean => (this.holds.get(slot)!.get(seqs[i]!) ?? 0) > 0;
+    let active = [...this.holds.keys()].filter((slot) => seqs.length > 0 && holds(slot, 0));
+    const drop = (i: number): void => {
+      active = active.filter((slot) => holds(slot, i) || (out.set(slot, i), false));
+    };
+    let p = 0;
+    while (p < seqs.length - 1 && active.length > 0) {
+      const q = Math.min(p + jump, seqs.length - 1);
+      if (!active.every((slot) => holds(slot, q))) for (let i = p + 1; i <= q; i++) drop(i);
+      p = q;
     }
+    for (const slot of active) out.set(slot, seqs.length);
     return out;
   }
 }

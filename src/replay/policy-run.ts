@@ -89,6 +89,7 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
   if (!wiring.closedLoop) Object.assign(c.router, { overlapWeight: REFERENCE_OVERLAP_WEIGHT, newPrefillFactor: 1, inflightCached: false });
   else if (input.kvTuning) Object.assign(c.router, input.kvTuning);
   c.index = {
+    ...c.index,
     maxSlots: Math.max(c.index.maxSlots, fleet.workers),
     capacity: Math.min(1 << 26, Math.max(c.index.capacity ?? DEFAULT_INDEX_CAPACITY, 2 * fleet.workers * fleet.engine.numGpuBlocks)),
     maxPromptTokens: Math.max(c.index.maxPromptTokens, fleet.engine.maxModelLen),

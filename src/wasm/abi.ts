@@ -85,6 +85,7 @@ export interface CoreExports {
   record_route(slot: number, nBlocks: number, now: number, ttl: number): number;
   expire(now: number): number;
   slot_capacity(slot: number, capacity: number): number;
+  match_jump(jump: number): number;
   dump_cap(): number;
   dump_entries(cursor: number, max: number, now: number): number;
   load_entries(n: number, now: number): number;
@@ -119,6 +120,6 @@ export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "mm_ptr", "mm_cap", "out_ptr", "sizes_ptr", "counters_ptr", "events_ptr", "events_cap", "io_ptr", "io_cap", "score_ptr",
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
-  "apply_events", "record_route", "expire", "slot_capacity", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
+  "apply_events", "record_route", "expire", "slot_capacity", "match_jump", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
   "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

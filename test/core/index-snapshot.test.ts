@@ -97,7 +97,7 @@ describe("index dump and load", () => {
       for (let w = 0; w < WORKERS; w++) expect(hooks.treeSize(dst, name(w), 0), name(w)).toBe(ref.treeSize(w));
       for (let q = 0; q < 300; q++) {
         const seqs = pathTo(nodes[rnd.int(nodes.length)]!).map((n) => n.seq);
-        const want = ref.findMatches(seqs);
+        const want = ref.findMatches(seqs, dst.options.matchJump);
         const got = new Map(hooks.findMatchesByHashes(dst, seqs).matches.map((m) => [Number(m.worker.slice(1)), m.blocks]));
         expect(got).toEqual(want);
       }

@@ -50,6 +50,8 @@ interface Scenario {
   churn: number;
   /** Share of recorded decisions preceded by a new capacity for their slot (default 0.08; caps starve pruning). */
   capShare?: number;
+  /** The core's match_jump (default 1: every block probed); the reference applies the same rule. */
+  jump?: number;
 }
 
 async function runScenario(s: Scenario): Promise<void> {
@@ -59,7 +61,7 @@ async function runScenario(s: Scenario): Promise<void> {
   const nodes = buildUniverse(rnd, s.universe);
   const idx = new KvIndex(await loadCoreModule("release"), {
     maxSlots: s.workers * s.ranks, capacity: s.capacity, approxMaxBlocks: s.approxMax, pruneTargetRatio: 0.8,
-    promptTokens: 256, eventBlocks: 64, salt: BigInt(s.seed),
+    promptTokens: 256, eventBlocks: 64, salt: BigInt(s.seed), matchJump: s.jump ?? 1,
   });
   const ref = new ReferenceIndex(s.capacity, s.approxMax, 0.8);
   // Engine block hashes: one per (worker group, prefix, variant); variant 1 models an engine naming a prefix twice.
@@ -160,7 +162,7 @@ async function runScenario(s: Scenario): Promise<void> {
     } else if (roll < t[3]!) {
       // find_matches of a random prompt prefix.
       const path = pathTo(nodes[rnd.int(nodes.length)]!);
-      const want = ref.findMatches(path.map((n) => n.seq));
+      const want = ref.findMatches(path.map((n) => n.seq), s.jump ?? 1);
       const got = hooks.findMatchesByHashes(idx, path.map((n) => n.seq));
       const gotMap = new Map(got.matches.map((m) => [idx.slots.get(m.worker, m.dpRank)!, m.blocks]));
       expect(gotMap).toEqual(want);
@@ -221,13 +223,13 @@ async function runScenario(s: Scenario): Promise<void> {
 describe("WASM index vs reference model on random operation sequences", () => {
   const scenarios: Scenario[] = [
     { seed: 1, ops: 50_000, workers: 6, ranks: 1, capacity: 400, approxMax: 40, universe: 300, store: 0.45, remove: 0.07, churn: 0.05 },
-    { seed: 2, ops: 50_000, workers: 4, ranks: 2, capacity: 900, approxMax: 30, universe: 500, store: 0.34, remove: 0.18, churn: 1 },
-    { seed: 3, ops: 40_000, workers: 40, ranks: 2, capacity: 2_000, approxMax: 1_500, universe: 800, store: 0.34, remove: 0.18, churn: 1 },
+    { seed: 2, ops: 50_000, workers: 4, ranks: 2, capacity: 900, approxMax: 30, universe: 500, store: 0.34, remove: 0.18, churn: 1, jump: 2 },
+    { seed: 3, ops: 40_000, workers: 40, ranks: 2, capacity: 2_000, approxMax: 1_500, universe: 800, store: 0.34, remove: 0.18, churn: 1, jump: 3 },
     { seed: 4, ops: 40_000, workers: 3, ranks: 1, capacity: 150, approxMax: 60, universe: 120, store: 0.5, remove: 0.05, churn: 0.05, capShare: 0 },
-    { seed: 5, ops: 30_000, workers: 70, ranks: 1, capacity: 5_000, approxMax: 3_000, universe: 1_500, store: 0.34, remove: 0.18, churn: 1 },
+    { seed: 5, ops: 30_000, workers: 70, ranks: 1, capacity: 5_000, approxMax: 3_000, universe: 1_500, store: 0.34, remove: 0.18, churn: 1, jump: 2 },
   ];
   for (const s of scenarios) {
-    it(`should agree on ${s.ops} operations (seed ${s.seed}, ${s.workers}×${s.ranks} slots, capacity ${s.capacity})`, async () => {
+    it(`should agree on ${s.ops} operations (seed ${s.seed}, ${s.workers}×${s.ranks} slots, capacity ${s.capacity}, jump ${s.jump ?? 1})`, async () => {
       await runScenario(s);
     }, 300_000);
   }
