@@ -160,6 +160,7 @@ static int boot(kvgate_index* x) {
   for (uint32_t s = 0; s < o->max_slots; s++) {
     if (x->open[s]) Z_kvgate_coreZ_slot_open(&x->inst, s);
   }
+  if (x->match_jump > 1) Z_kvgate_coreZ_match_jump(&x->inst, x->match_jump);
   x->salt_valid = 0;
   x->decoded_valid = 0;
   return KVGATE_OK;

@@ -20,6 +20,7 @@ struct kvgate_index {
   int broken; /* a rebuild failed */
   uint32_t generation;
   uint8_t* open; /* max_slots flags: slots the host opened (reopened after a rebuild) */
+  uint32_t match_jump; /* the host's kvgate_match_jump, set again after a rebuild (0: never set) */
   /* Region offsets into linear memory, read after init and after prompt growth. */
   uint32_t tokens, tokens_cap, local, seq, blocks_cap, out, sizes, counters, events, events_cap, io, io_cap;
   uint32_t score, result, ingest_in, ingest_in_cap, ingest_out, ingest_result;

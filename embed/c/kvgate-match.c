@@ -84,6 +84,16 @@ int kvgate_slot_capacity(kvgate_index* x, uint32_t slot, uint32_t capacity, uint
   return kvg_ok(x);
 }
 
+int kvgate_match_jump(kvgate_index* x, uint32_t jump) {
+  KVG_CHECK(x);
+  if (jump < 1 || jump > 1024) return kvg_fail(x, KVGATE_E_BAD_ARG, "match_jump: jump %u is not in 1..1024", jump);
+  KVG_ENTER(x, "match_jump");
+  int r = (int)Z_kvgate_coreZ_match_jump(&x->inst, jump);
+  if (r < 0) return kvg_status(x, r, "match_jump");
+  x->match_jump = jump;
+  return kvg_ok(x);
+}
+
 int kvgate_expire(kvgate_index* x, double now, uint32_t* expired) {
   KVG_CHECK(x);
   if (!expired) return kvg_fail(x, KVGATE_E_NULL, "expire: NULL argument");

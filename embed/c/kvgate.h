@@ -170,6 +170,10 @@ int kvgate_expire(kvgate_index* x, double now, uint32_t* expired);
 /* Approximate mode: `slot` keeps at most `capacity` routed blocks (0: only the TTLs bound them), least recently
    routed first out; the excess is dropped at once (*dropped). Blocks an engine event confirmed do not count. */
 int kvgate_slot_capacity(kvgate_index* x, uint32_t slot, uint32_t capacity, uint32_t* dropped);
+/* Matching probes every `jump`-th block while every slot still matching holds it, and walks back block by block only
+   where one does not (1..1024; 1, the default, probes every block). Exact for slots whose blocks are prefix-closed,
+   as engines' LRU eviction keeps them; a slot with a hole inside a skipped run is matched past it. Kept across rebuilds. */
+int kvgate_match_jump(kvgate_index* x, uint32_t jump);
 /* Costs of `n` candidates (costs_out may be NULL) and the chosen one. */
 int kvgate_score(kvgate_index* x, const kvgate_candidate* c, size_t n, const kvgate_score_request* r,
                  double* costs_out, uint32_t* chosen);

@@ -254,6 +254,28 @@ static void probe(void) {
   if (kvgate_clear_slot(x, 0) != KVGATE_OK) violation("probe clear", -1);
 }
 
+/* Slot 1 holds a 12-block prompt but its block 5 (a hole, as a lost event leaves): probing every 4th block matches
+   past the hole, every block stops at it. Returns the blocks matched on slot 1. */
+static uint32_t hole_match(void) {
+  uint32_t tokens[48];
+  for (int i = 0; i < 48; i++) tokens[i] = (uint32_t)(i * 104729 + 3);
+  kvgate_hash_opts ho = {.block_size = 4};
+  uint64_t h[12], local[12], seq[12];
+  size_t blocks = 0, k = 0;
+  uint32_t unknown = 0, got = 0;
+  for (int i = 0; i < 12; i++) h[i] = 0xD0E000 + (uint64_t)i;
+  kvgate_match m[SLOTS];
+  if (kvgate_hash_prompt(x, tokens, 48, &ho, local, seq, 12, &blocks) != KVGATE_OK || blocks != 12) violation("hole hash", -1);
+  if (kvgate_clear_slot(x, 1) != KVGATE_OK || kvgate_store(x, 1, 0, 0, h, local, 12) != KVGATE_OK) violation("hole store", -1);
+  if (kvgate_remove(x, 1, &h[5], 1, &unknown) != KVGATE_OK || unknown != 0) violation("hole remove", -1);
+  if (kvgate_find_matches_by_hashes(x, seq, 12, m, SLOTS, &k) != KVGATE_OK) violation("hole match", -1);
+  for (size_t i = 0; i < k; i++) {
+    if (m[i].slot == 1) got = m[i].blocks;
+  }
+  if (kvgate_clear_slot(x, 1) != KVGATE_OK) violation("hole clear", -1);
+  return got;
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) return 2;
   rng = strtoull(argv[1], NULL, 10);
@@ -288,11 +310,17 @@ int main(int argc, char** argv) {
     consistent("after call");
     if (calls % 100 == 99) probe();
   }
+  /* The match jump: refused outside 1..1024, and kept across the rebuild below. */
+  if (hole_match() != 5) violation("every block probed by default", (int)hole_match());
+  if (kvgate_match_jump(x, 0) != KVGATE_E_BAD_ARG || kvgate_match_jump(x, 1025) != KVGATE_E_BAD_ARG) violation("match_jump range", -1);
+  if (kvgate_match_jump(x, 4) != KVGATE_OK || hole_match() != 12) violation("match_jump 4", -1);
   /* A trap inside the core: a status, the index rebuilt with its slots reopened, and still exact. */
   int st = kvgate_debug_trap(x);
   count(st);
   if (st != KVGATE_E_TRAP) violation("debug_trap", st);
   probe();
+  if (hole_match() != 12) violation("match_jump after the rebuild", -1);
+  if (kvgate_match_jump(x, 1) != KVGATE_OK || hole_match() != 5) violation("match_jump 1", -1);
   consistent("after trap");
   kvgate_stats s;
   snapshot(&s);

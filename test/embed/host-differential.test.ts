@@ -103,7 +103,7 @@ describe("2,000 seeded scoring requests", () => {
 });
 
 describe("50,000 seeded index operations against the reference model", () => {
-  const { script, ref } = indexOps({ seed: 11, ops: 50_000, slots: 8, capacity: 100, approxMax: 60, universe: 400 });
+  const { script, ref, jumpDiffers } = indexOps({ seed: 11, ops: 50_000, slots: 8, capacity: 100, approxMax: 60, universe: 400 });
   const file = write(script);
 
   it("should exercise every outcome the model counts", () => {
@@ -113,6 +113,9 @@ describe("50,000 seeded index operations against the reference model", () => {
       expect(c[k], k).toBeGreaterThan(0);
     }
     expect(script.ops.filter((op) => op.startsWith("M ")).length).toBeGreaterThan(5_000);
+    // Match jumps (kvgate_match_jump), invalid ones too, and matches where a jump skips a hole.
+    expect(script.ops.filter((op) => op.startsWith("J ")).length).toBeGreaterThan(100);
+    expect(jumpDiffers).toBeGreaterThan(0);
   });
 
   for (const host of HOSTS) {

@@ -71,10 +71,13 @@ export interface IndexScriptOptions {
  * `ops` random index operations (Stored, Removed, binary batches, clears, workers leaving, approximate-mode records
  * and slot capacities, expiry, matches) with the reference model's result after each one; ends with the counters.
  */
-export function indexOps(o: IndexScriptOptions): { script: Script; ref: ReferenceIndex } {
+export function indexOps(o: IndexScriptOptions): { script: Script; ref: ReferenceIndex; jumpDiffers: number } {
   const rnd = seededRandom(o.seed);
   // Capacity ops come from their own stream, so the other operations are drawn as they were before capacities existed.
   const capRnd = seededRandom(o.seed + 1000);
+  // So do match jumps (a few invalid): matches from then on follow the reference's rule for that jump.
+  const jumpRnd = seededRandom(o.seed + 2000);
+  let jump = 1, jumpDiffers = 0;
   const nodes = forest(rnd, o.universe);
   const ref = new ReferenceIndex(o.capacity, o.approxMax, 0.8);
   const s: Script = { ops: [`I ${o.slots} ${o.capacity} ${o.approxMax} ${o.seed}`], expected: ["I 0"] };
@@ -93,6 +96,12 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
     emit(`O ${slot}`, `O 0 ${size()}`);
   };
   while (s.ops.length < o.ops) {
+    if (jumpRnd.next() < 0.01) {
+      const j = [1, 2, 3, 5, 16, 1024, 0, 1025][jumpRnd.int(8)]!;
+      const ok = j >= 1 && j <= 1024;
+      if (ok) jump = j;
+      emit(`J ${j}`, `J ${ok ? 0 : -3}`);
+    }
     const slot = rnd.int(o.slots);
     const roll = rnd.next();
     if (roll < 0.4) {
@@ -148,7 +157,8 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
       }
     } else if (roll < 0.92) {
       const seqs = path(nodes[rnd.int(nodes.length)]!).map((n) => n.seq);
-      const m = [...ref.findMatches(seqs)].sort((a, b) => a[0] - b[0]);
+      const m = [...ref.findMatches(seqs, jump)].sort((a, b) => a[0] - b[0]);
+      if (m.some(([sl, d]) => ref.findMatches(seqs).get(sl) !== d)) jumpDiffers++;
       emit(`M ${seqs.length} ${seqs.join(" ")}`, ["M", 0, m.length, ...m.map(([sl, d]) => `${sl}:${d}:${ref.treeSize(sl)}`)].join(" "));
     } else if (roll < 0.96) {
       now += rnd.int(30_000);
@@ -165,7 +175,7 @@ export function indexOps(o: IndexScriptOptions): { script: Script; ref: Referenc
   }
   const c = ref.counters;
   emit("Q", ["Q", 0, ref.size, ref.ttlCount, c.applied, c.parentMissing, c.invalid, c.capacity, c.unknownRemoved, c.evicted, c.expired, c.pruned, c.capped].join(" "));
-  return { script: s, ref };
+  return { script: s, ref, jumpDiffers };
 }
 
 export interface ScoreCase {

@@ -175,6 +175,11 @@ int main(int argc, char** argv) {
         printf("L %d %u =%u\n", st, dropped, entries());
         break;
       }
+      case 'J': {
+        st = kvgate_match_jump(x, (uint32_t)num());
+        printf("J %d\n", st);
+        break;
+      }
       case 'M': {
         size_t n = num();
         uint64_t* seq = u64s(n);

@@ -64,6 +64,9 @@ def main(path: str) -> None:
         elif op == "L":
             st, r = status(lambda: idx.slot_capacity(n(0), n(1)))
             out.write(f"L {st} {r or 0} ={ent()}\n")
+        elif op == "J":
+            st, _ = status(lambda: idx.match_jump(n(0)))
+            out.write(f"J {st}\n")
         elif op == "M":
             st, r = status(lambda: idx.find_matches_by_hashes([int(v) for v in a[1:1 + n(0)]]))
             ms = sorted(r or [])

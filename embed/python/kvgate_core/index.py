@@ -175,6 +175,11 @@ class Index:
         self._check(self._lib.kvgate_slot_capacity(self._handle(), slot, capacity, C.byref(out)))
         return out.value
 
+    def match_jump(self, jump: int) -> None:
+        """Matching probes every `jump`-th block (1..1024; 1 probes every block) while no matched slot drops out;
+        exact for slots whose blocks are prefix-closed, as engines' LRU eviction keeps them."""
+        self._check(self._lib.kvgate_match_jump(self._handle(), jump))
+
     def expire(self, now: float) -> int:
         out = N.u32()
         self._check(self._lib.kvgate_expire(self._handle(), now, C.byref(out)))

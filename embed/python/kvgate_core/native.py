@@ -66,6 +66,7 @@ PROTOTYPES = {
     "kvgate_find_matches_by_hashes": (C.c_int, [H, P(u64), sz, P(Match), sz, P(sz)]),
     "kvgate_record_route": (C.c_int, [H, u32, P(u64), sz, f64, f64, P(u32)]),
     "kvgate_slot_capacity": (C.c_int, [H, u32, u32, P(u32)]),
+    "kvgate_match_jump": (C.c_int, [H, u32]),
     "kvgate_expire": (C.c_int, [H, f64, P(u32)]),
     "kvgate_score": (C.c_int, [H, P(Candidate), sz, P(ScoreRequest), P(f64), P(u32)]),
     "kvgate_tree_size": (C.c_int, [H, u32, P(u32)]),
