@@ -15,15 +15,14 @@ export function simdSupported(): boolean {
   }
 }
 
-let cached: Promise<WebAssembly.Module> | undefined;
+const cached = new Map<string, Promise<WebAssembly.Module>>();
 
-/** The release core, the SIMD build where the runtime supports it; compiled once per process. */
+/** The release core, the SIMD build where the runtime supports it; each release build compiled once per process. */
 export function loadCoreModule(variant: "release" | "release-simd" | "debug" = simdSupported() ? "release-simd" : "release"): Promise<WebAssembly.Module> {
-  if (variant === "release-simd" || variant === "release") {
-    cached ??= compile(variant);
-    return cached;
-  }
-  return compile(variant);
+  if (variant === "debug") return compile(variant);
+  let m = cached.get(variant);
+  if (!m) cached.set(variant, (m = compile(variant)));
+  return m;
 }
 
 async function compile(variant: string): Promise<WebAssembly.Module> {
