@@ -14,6 +14,7 @@ import { parseRoutingExtension } from "../../routing/index.ts";
 import type { ExecutionContext } from "./env-boot.ts";
 import type { Decision, PoolClient, Report } from "./pool-client.ts";
 import { relayStream } from "./pool-relay.ts";
+import type { PoolLeases } from "./pool-leases.ts";
 import { EXPLAIN_HEADER, explainHeaders } from "../../gateway/explain.ts";
 
 /** Tells clients (and tests) the decision came from the pool object, not from this isolate. */
@@ -58,7 +59,8 @@ async function whole(attempt: Attempt, idleMs: number, report: (what: Report, bo
   return bytes;
 }
 
-export async function poolCompletion(req: Request, endpoint: Endpoint, pool: PoolClient, cfg: GatewayConfig, ctx: ExecutionContext): Promise<Response> {
+export async function poolCompletion(req: Request, endpoint: Endpoint, pool: PoolClient, cfg: GatewayConfig, ctx: ExecutionContext,
+  leases?: PoolLeases): Promise<Response> {
   const text = await req.text();
   const raw = parseJsonObject(text);
   checkBody(endpoint, raw);
@@ -91,7 +93,8 @@ export async function poolCompletion(req: Request, endpoint: Endpoint, pool: Poo
       const attempt = await sendUpstream(fetch, d.endpoint + path, upstream, bodyText, req.signal, cfg.upstream.headersTimeoutMs);
       const res = attempt.res;
       if (res.ok && stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d, explain), d.expires_in_ms / 2);
+        return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d, explain), d.expires_in_ms / 2,
+          leases && { leases, planId: d.plan_id });
       }
       if (res.ok) return respond(await whole(attempt, cfg.upstream.idleTimeoutMs, report) as Uint8Array<ArrayBuffer>, res, decisionHeaders(d, explain));
       if (!retryableStatus(res.status)) {

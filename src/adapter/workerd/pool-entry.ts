@@ -14,11 +14,15 @@ import { toErrorResponse } from "../../gateway/http-errors.ts";
 import { envStrings, type ExecutionContext } from "./env-boot.ts";
 import { PoolClient, type PoolNamespace } from "./pool-client.ts";
 import { poolCompletion, STATE_HEADER } from "./pool-dispatch.ts";
+import { PoolLeases } from "./pool-leases.ts";
+import { DEFAULT_STREAM_LEASE_MS } from "../../gateway/stream-leases.ts";
 
 export const POOL_BINDING = "KVGATE_POOL";
 const POOL_NAME = "default";
 
 let setup: Promise<GatewayConfig> | undefined;
+/** This isolate's streams (Workers drop gone clients silently: leases are on unless --stream-lease-ms 0). */
+let leases: PoolLeases | undefined;
 
 async function load(env: Record<string, unknown>): Promise<GatewayConfig> {
   const loaded = await loadGatewayConfig({ argv: [], env: envStrings(env) });
@@ -41,9 +45,11 @@ export async function poolFetch(req: Request, env: Record<string, unknown>, ctx:
     });
     // A stub is an I/O object of the request that made it: one per request.
     const pool = new PoolClient(ns.get(ns.idFromName(POOL_NAME)), cfg.routeToken);
+    leases ??= new PoolLeases(cfg.upstream.streamLeaseMs ?? DEFAULT_STREAM_LEASE_MS, cfg.upstream.idleTimeoutMs);
+    leases.sweep(pool, ctx);
     const path = new URL(req.url).pathname;
     if (req.method === "POST" && (path === "/v1/chat/completions" || path === "/v1/completions")) {
-      return await poolCompletion(req, path === "/v1/chat/completions" ? "chat" : "completions", pool, cfg, ctx);
+      return await poolCompletion(req, path === "/v1/chat/completions" ? "chat" : "completions", pool, cfg, ctx, leases);
     }
     return withState(await pool.forward(req));
   } catch (e) {
