@@ -29,17 +29,6 @@ export interface FindMatchesLatency extends LatencyRow {
   objectForm: LatencyRow;
 }
 
-/** The sequence hashes of a query as (lo, hi) u32 pairs, the form KvIndex.matchSequenceWords takes. */
-function toWords(seq: readonly bigint[]): Uint32Array {
-  const w = new Uint32Array(2 * seq.length);
-  for (let i = 0; i < seq.length; i++) {
-    const v = BigInt.asUintN(64, seq[i]!);
-    w[2 * i] = Number(v & 0xffffffffn);
-    w[2 * i + 1] = Number(v >> 32n);
-  }
-  return w;
-}
-
 function row(lat: Float64Array, blocks: Float64Array): LatencyRow {
   const sorted = Float64Array.from(lat).sort();
   return {
@@ -108,7 +97,7 @@ export function findMatchesLatency(run: Run, fx: ReplayFixture, tp: ReplayThroug
   const { args, results, log } = run;
   const { idx, small, perReq } = { ...fx, ...tp };
   const cycles = args.quick ? 2 : 4;
-  const words = perReq.batches.map((_, r) => (perReq.matches[r] ? toWords(perReq.matches[r]!.seq) : undefined));
+  const words = perReq.batches.map((_, r) => (perReq.matches[r] ? hooks.sequenceWords(perReq.matches[r]!.seq) : undefined));
   log();
   log(`2. find_matches latency during the replay (WASM; ${cycles - 1} cycles after one warm-up)`);
   const hot = hotPath(idx, words, perReq.batches, cycles);

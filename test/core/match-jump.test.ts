@@ -10,18 +10,10 @@ import { loadCoreModule } from "../../src/wasm/module-fs.ts";
 import { ReferenceIndex, chainStep } from "../../src/reference/index-reference.ts";
 import { seededRandom, type Random } from "../../src/core/seeded-random.ts";
 import { KvgateError } from "../../src/core/errors.ts";
-
-function words(seq: readonly bigint[]): Uint32Array {
-  const w = new Uint32Array(2 * seq.length);
-  seq.forEach((s, i) => {
-    w[2 * i] = Number(s & 0xffffffffn);
-    w[2 * i + 1] = Number(s >> 32n);
-  });
-  return w;
-}
+import * as hooks from "../support/kv-index-hooks.ts";
 
 function matched(idx: KvIndex, query: readonly bigint[]): Map<number, number> {
-  const n = idx.matchSequenceWords(words(query));
+  const n = idx.matchSequenceWords(hooks.sequenceWords(query));
   const out = new Map<number, number>();
   for (let i = 0; i < n; i++) out.set(idx.matches.slot(i), idx.matches.depth(i));
   return out;

@@ -11,15 +11,6 @@ import { chainStep } from "../../src/reference/index-reference.ts";
 import { seededRandom } from "../../src/core/seeded-random.ts";
 import * as hooks from "../support/kv-index-hooks.ts";
 
-function words(seq: readonly bigint[]): Uint32Array {
-  const w = new Uint32Array(2 * seq.length);
-  seq.forEach((s, i) => {
-    w[2 * i] = Number(s & 0xffffffffn);
-    w[2 * i + 1] = Number(s >> 32n);
-  });
-  return w;
-}
-
 function pairs(idx: KvIndex, n: number): [number, number][] {
   const out: [number, number][] = [];
   for (let i = 0; i < n; i++) out.push([idx.matches.slot(i), idx.matches.depth(i)]);
@@ -50,17 +41,17 @@ describe.each(["release", "release-simd"] as const)("matchSequenceWords (%s buil
       const query = seq.slice(0, cut);
       const expected = hooks.findMatchesByHashes(idx, query).matches
         .map((m): [number, number] => [idx.slots.get(m.worker, m.dpRank)!, m.blocks]).sort((a, b) => a[0] - b[0]);
-      const n = idx.matchSequenceWords(words(query));
+      const n = idx.matchSequenceWords(hooks.sequenceWords(query));
       expect(pairs(idx, n)).toEqual(expected);
       // And against the depths stored: every slot holding the first block, at min(its depth, the query's length).
       expect(pairs(idx, n)).toEqual(depths.map((d, s): [number, number] => [s, Math.min(d, cut)]).filter(([, d]) => d > 0));
     }
     const odd = new Uint32Array(2 * 40 + 1);
-    odd.set(words(seq.slice(0, 40)));
+    odd.set(hooks.sequenceWords(seq.slice(0, 40)));
     odd[80] = 0xdeadbeef;
     const nOdd = idx.matchSequenceWords(odd);
-    expect(pairs(idx, nOdd)).toEqual(pairs(idx, idx.matchSequenceWords(words(seq.slice(0, 40)))));
+    expect(pairs(idx, nOdd)).toEqual(pairs(idx, idx.matchSequenceWords(hooks.sequenceWords(seq.slice(0, 40)))));
     expect(idx.matchSequenceWords(new Uint32Array(0))).toBe(0);
-    expect(idx.matchSequenceWords(words([rnd.u64()]))).toBe(0);
+    expect(idx.matchSequenceWords(hooks.sequenceWords([rnd.u64()]))).toBe(0);
   });
 });

@@ -13,6 +13,17 @@ export function copyTokens(index: KvIndex, tokens: Uint32Array): void {
   });
 }
 
+/** Sequence hashes as the (lo, hi) u32 pairs KvIndex.matchSequenceWords takes. */
+export function sequenceWords(seq: readonly bigint[]): Uint32Array {
+  const w = new Uint32Array(2 * seq.length);
+  for (let i = 0; i < seq.length; i++) {
+    const v = BigInt.asUintN(64, seq[i]!);
+    w[2 * i] = Number(v & 0xffffffffn);
+    w[2 * i + 1] = Number(v >> 32n);
+  }
+  return w;
+}
+
 /** Fault injection for tests of the recovery path: a trap inside the core. */
 export function induceTrap(index: KvIndex): never {
   index.withCore("debug_trap", (c) => c.debug_trap());

@@ -40,15 +40,20 @@ function engine(): { res: Response; push: (s: string) => void; end: () => void }
 
 const flush = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 
+/** Plan `planId`'s engine stream relayed under `leases`, reporting through a pool of its own. */
+function relayed(leases: PoolLeases, planId: string) {
+  const streamer = pool();
+  const e = engine();
+  const res = relayStream({ res: e.res, abort: new AbortController() }, new AbortController().signal, false,
+    streamer.client.reporter(planId, streamer.ctx), {}, 0, { leases, planId });
+  return { streamer, e, reader: res.body!.getReader() };
+}
+
 describe("pool stream leases", () => {
   it("should cancel the plan of a stream nobody pulls from for the lease, once, through the sweeping request", async () => {
     let t = 0;
     const leases = new PoolLeases(10_000, 120_000, () => t);
-    const streamer = pool();
-    const e = engine();
-    const res = relayStream({ res: e.res, abort: new AbortController() }, new AbortController().signal, false,
-      streamer.client.reporter("kvp-1", streamer.ctx), {}, 0, { leases, planId: "kvp-1" });
-    const reader = res.body!.getReader();
+    const { streamer, e, reader } = relayed(leases, "kvp-1");
     e.push(chunk("a"));
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('"a"');
     await flush();
@@ -75,11 +80,7 @@ describe("pool stream leases", () => {
   it("should keep the plan of a stream whose pull waits on the engine, and close the lease when the stream completes", async () => {
     let t = 0;
     const leases = new PoolLeases(10_000, 120_000, () => t);
-    const streamer = pool();
-    const e = engine();
-    const res = relayStream({ res: e.res, abort: new AbortController() }, new AbortController().signal, false,
-      streamer.client.reporter("kvp-2", streamer.ctx), {}, 0, { leases, planId: "kvp-2" });
-    const reader = res.body!.getReader();
+    const { streamer, e, reader } = relayed(leases, "kvp-2");
     const pending = reader.read();
     await flush();
     // Waiting on a slow engine is not an abandoned stream: the idle timeout bounds that wait.
@@ -100,10 +101,7 @@ describe("pool stream leases", () => {
 
   it("should hold no lease when leases are off", async () => {
     const leases = new PoolLeases(0, 120_000, () => 0);
-    const streamer = pool();
-    const e = engine();
-    relayStream({ res: e.res, abort: new AbortController() }, new AbortController().signal, false,
-      streamer.client.reporter("kvp-3", streamer.ctx), {}, 0, { leases, planId: "kvp-3" });
+    relayed(leases, "kvp-3");
     expect(leases.size).toBe(0);
   });
 });
