@@ -172,7 +172,7 @@ export function find_matches(nBlocks: i32): i32 {
 
 /**
  * Blocks find_matches may skip while every matched slot still holds the block past them (1, the default, probes
- * every block). Exact for slots whose blocks are prefix-closed; a slot with a hole inside a skipped run keeps its depth.
+ * every block). Exact for slots whose blocks are prefix-closed; a slot with a hole inside a skipped run is matched past it.
  */
 export function match_jump(j: i32): i32 {
   if (j < 1 || j > MAX_JUMP) return E_BAD_ARG;

@@ -34,6 +34,9 @@ export interface KvIndexOptions {
 
 export type ResolvedKvIndexOptions = Required<KvIndexOptions>;
 
+/** Blocks a prefix match may skip (KvIndexOptions.matchJump), also the gateway's --index-match-jump default. */
+export const DEFAULT_MATCH_JUMP = 16;
+
 const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
   maxSlots: 64,
   capacity: 1 << 20,
@@ -45,7 +48,7 @@ const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
   approxTtlMs: 120_000,
   approxMaxBlocks: 1 << 20,
   pruneTargetRatio: 0.8,
-  matchJump: 16,
+  matchJump: DEFAULT_MATCH_JUMP,
 };
 
 function positiveInt(name: string, v: number, max: number): void {

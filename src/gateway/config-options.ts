@@ -2,6 +2,7 @@
  * @module Every gateway option in one table — its JSON path, CLI flag, `KVGATE_*` variable, type, default and
  * meaning — so the parser, the defaults and `kvgate serve --help` can never disagree.
  */
+import { DEFAULT_MATCH_JUMP } from "../core/kv-index-options.ts";
 
 export type OptionKind =
   | { type: "int"; min: number; max: number }
@@ -99,7 +100,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   // index
   { group: "index", key: "index.capacity", flag: "index-capacity", kind: int(1024, 1 << 26), default: undefined, doc: "(worker, block) entries the index holds, fixed at start; memory grows with it (2^18 ≈ 50 MB; keep ≤ 2^17 on Workers); unset = the configured workers' total_kv_blocks × 1.25 (×2 without KV events), or 2^18 when none states it" },
   { group: "index", key: "index.maxSlots", flag: "index-max-slots", kind: int(1, 4096), default: 64, doc: "worker data-parallel ranks the index can hold" },
-  { group: "index", key: "index.matchJump", flag: "index-match-jump", kind: int(1, 1024), default: 16, doc: "blocks a prefix match skips while every worker still matching holds the block past them (exact when engines evict a prompt's tail blocks first, as vLLM and SGLang do; a worker with a hole inside a skipped run is matched past it); 1 = probe every block" },
+  { group: "index", key: "index.matchJump", flag: "index-match-jump", kind: int(1, 1024), default: DEFAULT_MATCH_JUMP, doc: "blocks a prefix match skips while every worker still matching holds the block past them (exact when engines evict a prompt's tail blocks first, as vLLM and SGLang do; a worker with a hole inside a skipped run is matched past it); 1 = probe every block" },
   { group: "index", key: "index.maxPromptTokens", flag: "max-prompt-tokens", kind: int(16, 1 << 26), default: 131_072, doc: "longest prompt routed by cache; longer ones get 400" },
   // upstream
   { group: "upstream", key: "upstream.headersTimeoutMs", flag: "upstream-timeout-ms", kind: int(1), default: 300_000, doc: "wait for a worker's response headers (a non-streamed response's headers come when it is done); then 504 or retry" },

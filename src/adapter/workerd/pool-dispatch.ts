@@ -60,7 +60,7 @@ async function whole(attempt: Attempt, idleMs: number, report: (what: Report, bo
 }
 
 export async function poolCompletion(req: Request, endpoint: Endpoint, pool: PoolClient, cfg: GatewayConfig, ctx: ExecutionContext,
-  leases?: PoolLeases): Promise<Response> {
+  leases: PoolLeases): Promise<Response> {
   const text = await req.text();
   const raw = parseJsonObject(text);
   checkBody(endpoint, raw);
@@ -94,7 +94,7 @@ export async function poolCompletion(req: Request, endpoint: Endpoint, pool: Poo
       const res = attempt.res;
       if (res.ok && stream && res.body && (res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
         return relayStream(attempt, req.signal, stripUsage, report, decisionHeaders(d, explain), d.expires_in_ms / 2,
-          leases && { leases, planId: d.plan_id });
+          { leases, planId: d.plan_id });
       }
       if (res.ok) return respond(await whole(attempt, cfg.upstream.idleTimeoutMs, report) as Uint8Array<ArrayBuffer>, res, decisionHeaders(d, explain));
       if (!retryableStatus(res.status)) {
