@@ -69,6 +69,8 @@ export interface EventStats {
   /** Batches the ingest refused or ignored, and batches its sequence numbers say were lost. */
   refused: number;
   gaps: number;
+  /** Batches a lose_events fault kept from the gateway (not counted in `batches`). */
+  dropped?: number;
 }
 
 /** The gateway as the replay runs it: the policy's routing and event mode, no router queue, engine-time clocks. */
@@ -109,8 +111,14 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
   const log: string[] = [];
   const events: EventStats | undefined = wiring.applyEvents ? { batches: 0, events: 0, refused: 0, gaps: 0 } : undefined;
   let gw: Gateway | undefined;
+  // Workers whose KV events stopped reaching the gateway (lose_events).
+  const muted = new Set<string>();
   const ingest = (b: EncodedKvBatch): void => {
     if (!gw || !events) return;
+    if (muted.has(b.workerId)) {
+      events.dropped = (events.dropped ?? 0) + 1;
+      return;
+    }
     events.batches++;
     try {
       const r = gw.state.ingest.ingest({ worker: b.workerId, dpRank: b.dpRank, seq: b.seq, bytes: b.bytes });
@@ -151,10 +159,13 @@ export async function runPolicy(input: PolicyRunInput): Promise<PolicyRun> {
       }
     })();
     const faultRuns: Promise<void>[] = [];
-    const faults = new FaultSchedule(input.faults ?? [], async (w) => {
-      const res = await host.fetch(`${sims.urls[w]}/sim/fault/lose_cache`, { method: "POST" });
+    const faults = new FaultSchedule(input.faults ?? [], async (f) => {
+      // Muted before the cache goes, so not even the restart's own events get through.
+      if (f.kind === "lose_events") muted.add(workers[f.worker]!);
+      const res = await host.fetch(`${sims.urls[f.worker]}/sim/fault/lose_cache`, { method: "POST" });
       const body = await res.text();
-      if (log.length < 20) log.push(`fault: w${w} lost its cache silently (${body})`);
+      const what = f.kind === "lose_events" ? "restarted; its KV events no longer reach the gateway" : "lost its cache silently";
+      if (log.length < 20) log.push(`fault: w${f.worker} ${what} (${body})`);
     });
     const { records, gaps, schedule } = await runRequests({
       requests: input.requests, divisor: input.traceSpeedup, clock, onProgress: input.onProgress,

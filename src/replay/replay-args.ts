@@ -40,6 +40,7 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
                              policy does not pay for a cold JIT (default 50; 0 = none)
   --faults LIST              faults injected the same way into every policy's fleet, comma-separated:
                              lose_cache:W@F  engine wW forgets its cache without a KV event after share F of the requests
+                             lose_events:W@F engine wW restarts after share F and its KV events never reach the router again
                              small_cache:W@F engine wW has F x --num-gpu-blocks while the router assumes the full size
   --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
   --json PATH, --html PATH   override either output path
