@@ -102,6 +102,8 @@ export class GatewayMetrics {
   readonly hotPrefixes = this.registry.gauge("kvgate_hot_prefixes", "Hot-prefix spreading: prompt prefixes tracked, and those now served from a subset of at least two workers (state=spread)");
   readonly hotPrefixDecisions = this.registry.counter("kvgate_hot_prefix_decisions_total", "Routing decisions hot-prefix spreading restricted to its prefix's workers");
   readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");
+  readonly blinded = this.registry.counter("kvgate_index_blind_total", "Times the closed loop found a KV-event worker rank blind (its engine kept reporting far more hits than its events announced) and began recording its routed prompts");
+  readonly blind = this.registry.gauge("kvgate_index_blind", "Closed loop, per KV-event worker rank: 1 while it is routed in approximate mode because its KV events stopped reaching kvgate");
   readonly distrusted = this.registry.counter("kvgate_index_distrusted_total", "Times the closed loop dropped a KV-event worker's index entries because its engine kept reporting far fewer hits than predicted");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
 
@@ -217,13 +219,14 @@ export class GatewayMetrics {
       this.workerRequests.set(l, r.activeRequests);
       this.workerHealthy.set({ worker: r.worker }, r.health === "healthy" ? 1 : 0);
     }
-    for (const g of [this.predictionError, this.predictionRatio, this.approxTtl, this.approxCapacity]) g.reset();
+    for (const g of [this.predictionError, this.predictionRatio, this.approxTtl, this.approxCapacity, this.blind]) g.reset();
     for (const p of snap.predictions) {
       const l = { worker: p.worker, dp_rank: p.dpRank };
       this.predictionError.set(l, p.error);
       this.predictionRatio.set(l, p.ratio);
       if (p.precise === false) this.approxTtl.set(l, p.ttlMs / 1000);
       if (p.capacityBlocks !== undefined) this.approxCapacity.set(l, p.capacityBlocks);
+      if (p.blind === true) this.blind.set(l, 1);
     }
     if (snap.hotPrefixes) {
       this.hotPrefixes.set({ state: "tracked" }, snap.hotPrefixes.tracked);

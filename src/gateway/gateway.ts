@@ -139,6 +139,12 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       metrics.distrusted.inc({ worker: d.worker });
       log("warn", `worker ${d.worker} rank ${d.dpRank}: reported cached tokens are ${(d.ratio * 100).toFixed(0)}% of predicted; dropped its ${d.droppedEntries} index entries until its KV events confirm them again`);
     },
+    blind: (b) => {
+      if (b.blind) metrics.blinded.inc({ worker: b.worker });
+      log("warn", b.blind
+        ? `worker ${b.worker} rank ${b.dpRank}: its engine reports ${((b.excess ?? 0) * 100).toFixed(0)}% of each prompt more cached than its KV events announced (are they reaching kvgate?); routing it in approximate mode until they arrive`
+        : `worker ${b.worker} rank ${b.dpRank}: KV events arrive again; its index follows them`);
+    },
   } }, {
     policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
@@ -177,7 +183,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   }, now, (m) => log("warn", m), metrics.registry);
   const state: GatewayState = {
     config, index, router, fleet, registry, tokenizers, metrics, health, engineMetrics, ingest: new KvIngest(index, fleet, metrics, (m) => log("warn", m), {
-      onCold: (w, cold) => router.setCacheCold(w, cold), transport: host.kvEventTransport, runtime: host.runtime,
+      onCold: (w, cold) => router.setCacheCold(w, cold), onEvents: (w, rank) => router.kvEventsArrived(w, rank), transport: host.kvEventTransport, runtime: host.runtime,
     }),
     decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }),
     hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,

@@ -51,6 +51,8 @@ export interface FramesResult extends IngestResult {
 export interface KvIngestOptions {
   /** Told when a worker's view turns cold or trustworthy again. */
   onCold?: (worker: string, cold: boolean) => void;
+  /** Told of every batch a (worker, rank) stream receives, from the engine or a peer replica: its events flow. */
+  onEvents?: (worker: string, dpRank: number) => void;
   /** The runtime's ZeroMQ transport; absent on runtimes without one. */
   transport?: KvEventTransportFactory;
   /** The runtime's name, for the error when a worker needs ZeroMQ and there is none. */
@@ -246,6 +248,7 @@ export class KvIngest {
       worker: w.id, blockSize: w.blockSize, rebuildAfterBlocks: w.totalKvBlocks ?? DEFAULT_REBUILD_BLOCKS,
       onNotice: (n) => this.#notice(n),
       onReceived: (s, seq, payload) => {
+        this.opts.onEvents?.(s.worker, s.dpRank);
         if (!this.#fromPeer) this.share?.(s.worker, s.dpRank, seq, payload);
       },
     };

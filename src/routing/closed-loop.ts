@@ -1,7 +1,8 @@
 /**
  * @module Acts on the prediction monitor's verdicts: a precise-mode rank whose engine keeps reporting far fewer cached
  * tokens than its index promised loses its index entries (they come back only as the engine's events confirm them),
- * and approximate-mode ranks are modelled as LRU caches of a learnt capacity (a learnt lifetime until one is known).
+ * one whose engine keeps reporting far more is routed as an approximate rank until its events arrive again, and
+ * approximate-mode ranks are modelled as LRU caches of a learnt capacity (a learnt lifetime until one is known).
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import { CapacityLearner } from "./capacity-learner.ts";
@@ -37,18 +38,38 @@ export interface DistrustInfo {
   droppedEntries: number;
 }
 
+export interface BlindInfo {
+  worker: string;
+  dpRank: number;
+  /** true: the rank went blind (routed as approximate from now on); false: its events arrived again. */
+  blind: boolean;
+  /** Blind: reported minus predicted cached tokens, as a share of the prompt (the EWMA that decided it). */
+  excess?: number;
+}
+
+/** What the loop did, for metrics and logs; called synchronously, must not throw. */
+export interface ClosedLoopEvents {
+  distrusted?(info: DistrustInfo): void;
+  blind?(info: BlindInfo): void;
+}
+
 export class ClosedLoop {
   readonly monitor: PredictionMonitor;
   readonly capacity = new CapacityLearner();
   /** The index generation the core's slot capacities were set in (a trap rebuilds the core without them). */
   #generation: number;
+  /** Precise ranks routed as approximate ones because their engines' events stopped reaching the router. */
+  readonly #blind = new Set<string>();
 
   /**
    * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's
    *   learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
+   * @param blind per index slot, 1 while the loop routes a precise rank as an approximate one (the routing core then
+   *   records each prompt it sends there, as it does for a worker without KV events).
    */
   constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
-    config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly onDistrust?: (info: DistrustInfo) => void) {
+    config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly blind: Uint8Array,
+    private readonly on: ClosedLoopEvents = {}) {
     this.monitor = new PredictionMonitor(config);
     this.#generation = index.generation;
   }
@@ -58,10 +79,20 @@ export class ClosedLoop {
     const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
     if (!w || !rank) return;
     const k = rankMapKey(u.worker, u.dpRank);
-    const governed = !w.kvEvents && this.enabled && this.capacity.blocksOf(k) !== undefined;
-    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, w.kvEvents, !governed, u.evictedSince !== true);
+    const precise = w.kvEvents && !this.#blind.has(k);
+    const governed = !precise && this.enabled && this.capacity.blocksOf(k) !== undefined;
+    const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, precise, !governed, u.evictedSince !== true);
     if (!this.enabled) return;
-    if (!w.kvEvents) {
+    if (verdict === "blind") {
+      const excess = -(this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.error ?? 0);
+      this.#blind.add(k);
+      this.blind[rank.slot] = 1;
+      this.monitor.reset(u.worker, u.dpRank);
+      this.trust[rank.slot] = 1;
+      this.on.blind?.({ worker: u.worker, dpRank: u.dpRank, blind: true, excess });
+      return;
+    }
+    if (!precise) {
       const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot));
       if (moved !== undefined) this.index.setSlotCapacity(u.worker, u.dpRank, moved);
     }
@@ -75,7 +106,27 @@ export class ClosedLoop {
     this.index.withCore("clear_slot", (c) => c.clear_slot(rank.slot));
     this.monitor.reset(u.worker, u.dpRank);
     this.trust[rank.slot] = 1;
-    this.onDistrust?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
+    this.on.distrusted?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
+  }
+
+  /**
+   * A KV-event batch of the rank was applied: a blind rank's events reach the router again, so it is precise once more.
+   * What it recorded while blind stays, bounded by the rank's capacity, and goes as its engine's events or the
+   * over-prediction check say.
+   */
+  eventsArrived(worker: string, dpRank: number): void {
+    if (this.#blind.size === 0) return;
+    const k = rankMapKey(worker, dpRank);
+    if (!this.#blind.delete(k)) return;
+    const rank = this.registry.get(worker)?.ranks.find((r) => r.dpRank === dpRank);
+    if (rank) this.blind[rank.slot] = 0;
+    this.capacity.forget(k);
+    this.monitor.reset(worker, dpRank);
+    this.on.blind?.({ worker, dpRank, blind: false });
+  }
+
+  isBlind(worker: string, dpRank: number): boolean {
+    return this.#blind.has(rankMapKey(worker, dpRank));
   }
 
   /**
@@ -99,8 +150,8 @@ export class ClosedLoop {
     if (this.index.generation === this.#generation) return;
     this.#generation = this.index.generation;
     for (const w of this.registry.workers()) {
-      if (w.kvEvents) continue;
       for (const r of w.ranks) {
+        if (w.kvEvents && !this.#blind.has(rankMapKey(w.id, r.dpRank))) continue;
         const blocks = this.capacity.blocksOf(rankMapKey(w.id, r.dpRank));
         if (blocks !== undefined) this.index.setSlotCapacity(w.id, r.dpRank, blocks);
       }
@@ -111,6 +162,8 @@ export class ClosedLoop {
   forget(worker: string): void {
     for (const r of this.registry.get(worker)?.ranks ?? []) {
       this.trust[r.slot] = 1;
+      this.blind[r.slot] = 0;
+      this.#blind.delete(rankMapKey(worker, r.dpRank));
       this.capacity.forget(rankMapKey(worker, r.dpRank));
     }
     this.monitor.reset(worker);
@@ -118,10 +171,12 @@ export class ClosedLoop {
 
   snapshot(): RankPrediction[] {
     return this.monitor.snapshot().map((p) => {
-      const precise = this.registry.get(p.worker)?.kvEvents ?? true;
+      const blind = this.#blind.has(rankMapKey(p.worker, p.dpRank));
+      const precise = (this.registry.get(p.worker)?.kvEvents ?? true) && !blind;
       const cap = precise ? undefined : this.capacity.blocksOf(rankMapKey(p.worker, p.dpRank));
+      const out = blind ? { ...p, precise, blind } : { ...p, precise };
       // A rank bounded by a capacity records its blocks with the longest lifetime (ttlFor), and says so.
-      return cap === undefined ? { ...p, precise } : { ...p, precise, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
+      return cap === undefined ? out : { ...out, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
     });
   }
 }

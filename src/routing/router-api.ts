@@ -5,7 +5,7 @@
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import type { NowFn } from "./clock.ts";
-import type { DistrustInfo } from "./closed-loop.ts";
+import type { BlindInfo, DistrustInfo } from "./closed-loop.ts";
 import type { DecisionRecord, DecisionSink } from "./decision-record.ts";
 import type { RandomSource } from "./prng.ts";
 import type { RequestHandle } from "./request-handle.ts";
@@ -36,6 +36,8 @@ export interface RouterObserver {
   planClosed?(info: PlanClosed): void;
   /** The closed loop dropped a precise rank's index entries: its engine kept reporting far fewer hits than predicted. */
   distrusted?(info: DistrustInfo): void;
+  /** The closed loop found a KV-event rank blind (its engine reports hits no event announced), or its events back. */
+  blind?(info: BlindInfo): void;
 }
 
 export interface RouterDeps {

@@ -56,7 +56,9 @@ export class Router {
     this.#core.capture = captureFor(deps.decisions);
     this.#loop = new ClosedLoop(deps.index, this.#core.registry, this.config.closedLoop, { approxTtlMs: this.config.approxTtlMs,
       minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
-    this.#core.selector.trust, (info) => this.#observer?.distrusted?.(info));
+    this.#core.selector.trust, this.#core.recordsRoutes, {
+      distrusted: (info) => this.#observer?.distrusted?.(info), blind: (info) => this.#observer?.blind?.(info),
+    });
     this.#ops = {
       firstToken: (b) => {
         const done = this.#core.sequences.markPrefillComplete(b);
@@ -261,6 +263,11 @@ export class Router {
   reportUsage(u: UsageReport): void {
     this.#loop.report(u);
     if (u.completionTokens !== undefined) this.#core.outputs.observe(u.sessionId, u.completionTokens);
+  }
+
+  /** A KV-event batch of the rank was applied (a blind rank is precise again); cheap when none is blind. */
+  kvEventsArrived(worker: string, dpRank: number): void {
+    this.#loop.eventsArrived(worker, dpRank);
   }
 
   // ---- housekeeping and signals ---------------------------------------------------------------------------------

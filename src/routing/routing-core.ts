@@ -81,6 +81,8 @@ export class RoutingCore {
   readonly hotPrefixes: HotPrefixes | undefined;
   /** What every booked selection copies for onDecided (none: nothing, the default). */
   capture: CaptureLevel = Capture.none;
+  /** Per index slot, 1: record routed prompts there although the worker has KV events (the closed loop found it blind). */
+  readonly recordsRoutes: Uint8Array;
   #draining = false;
   #drainAgain = false;
   #deferred = 0;
@@ -89,6 +91,7 @@ export class RoutingCore {
   constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
     rand: RandomSource, private readonly hooks: CoreHooks) {
     this.registry = new WorkerRegistry(index, config.assumeKvReuse);
+    this.recordsRoutes = new Uint8Array(index.options.maxSlots);
     const inflight = (this.inflight = new InflightPrefixes(index.options.maxSlots));
     this.sequences = new ActiveSequences(now, {
       inflight, staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
@@ -262,7 +265,7 @@ export class RoutingCore {
     const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true, capture });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
-    if (!rank.worker.kvEvents) {
+    if (!rank.worker.kvEvents || this.recordsRoutes[rank.slot] === 1) {
       this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs);
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
