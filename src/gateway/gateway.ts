@@ -142,7 +142,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     blind: (b) => {
       if (b.blind) metrics.blinded.inc({ worker: b.worker });
       log("warn", b.blind
-        ? `worker ${b.worker} rank ${b.dpRank}: its engine reports ${((b.excess ?? 0) * 100).toFixed(0)}% of each prompt more cached than its KV events announced (are they reaching kvgate?); routing it in approximate mode until they arrive`
+        ? `worker ${b.worker} rank ${b.dpRank}: no KV event of it arrived while it prefilled new blocks for ${b.prefills} requests over ${((b.silentMs ?? 0) / 1000).toFixed(1)} s (are its events reaching kvgate?); routing it in approximate mode until they arrive`
         : `worker ${b.worker} rank ${b.dpRank}: KV events arrive again; its index follows them`);
     },
   } }, {

@@ -42,6 +42,8 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
                              lose_cache:W@F  engine wW forgets its cache without a KV event after share F of the requests
                              lose_events:W@F engine wW restarts after share F and its KV events never reach the router again
                              small_cache:W@F engine wW has F x --num-gpu-blocks while the router assumes the full size
+                             each policy also runs once without them, and the report shows how far it recovered
+  --no-fault-baseline        with --faults, skip the fault-free run of each policy
   --out PREFIX               writes PREFIX.json and PREFIX.html (default kvgate-replay)
   --json PATH, --html PATH   override either output path
   --decision-log FILE        log every routing decision for \`kvgate explain\`: one file per policy, the policy's name
@@ -83,6 +85,8 @@ export interface ReplayConfig {
   sampleEveryMs?: number;
   warmup: number;
   faults: ReplayFault[];
+  /** With faults: also run each policy without them, for the recovery table (default true). */
+  faultBaseline: boolean;
   jsonPath: string;
   htmlPath: string;
   progress: boolean;
@@ -98,7 +102,7 @@ const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
   "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "new-prefill-factor": "value", "no-hot-prefix-spread": "bool",
-  "no-inflight-cached": "bool", "no-closed-loop": "bool",
+  "no-inflight-cached": "bool", "no-closed-loop": "bool", "no-fault-baseline": "bool",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
   "decision-log": "value", "decision-log-tokens": "bool",
 } as const;
@@ -194,6 +198,7 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
     sampleEveryMs: f["sample-ms"] === undefined ? undefined : positive(f, "sample-ms", 1),
     warmup: num(f, "warmup", viaGateways ? 0 : 50, { int: true, min: 0 }),
     faults: str("faults") !== undefined ? parseFaults(str("faults")!, num(f, "workers", 4, { int: true, min: 1 })) : [],
+    faultBaseline: f["no-fault-baseline"] !== true,
     jsonPath: str("json") ?? `${out}.json`,
     htmlPath: str("html") ?? `${out}.html`,
     progress: f["no-progress"] !== true,

@@ -7,14 +7,16 @@ import { KvgateError } from "../core/errors.ts";
 import { runThroughGateways } from "./gateway-run.ts";
 import { runPolicy, type FleetConfig, type PolicyRun } from "./policy-run.ts";
 import { ProgressBar } from "./progress-bar.ts";
+import { faultRecovery, firstFaultedRequest } from "./fault-recovery.ts";
 import { describeFaults } from "./replay-faults.ts";
 import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { policyResult, type PolicyResult, type ReplayResults } from "./replay-results.ts";
 import { renderReport } from "./report-html.ts";
+import { summarize } from "./stats.ts";
 import { pooledLruCeiling } from "./pooled-ceiling.ts";
 import { fitToFleet, loadRequests } from "./request-source.ts";
-import { fmtMs, fmtPct, gatewayText, summaryText } from "./summary-table.ts";
+import { fmtMs, fmtPct, gatewayText, recoveryText, summaryText } from "./summary-table.ts";
 
 export { REPLAY_USAGE } from "./replay-args.ts";
 
@@ -57,12 +59,22 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
     if (cfg.progress) bar.finish(`${Math.min(cfg.warmup, fit.kept.length)} requests, not measured`);
   }
   const results: PolicyResult[] = [];
+  // Faults injected by this process's fleet (not through --gateway): each policy also runs without them, first.
+  const faultFrom = via || !cfg.faultBaseline ? undefined : firstFaultedRequest(cfg.faults, fit.kept.length);
   for (const policy of cfg.policies) {
+    let clean: PolicyRun | undefined;
+    if (faultFrom !== undefined) {
+      bar.start(`${policy} (no fault)`);
+      clean = await run1(policy, fit.kept, "gw");
+      const s = summarize(clean.records, clean.gaps);
+      if (cfg.progress) bar.finish(`TTFT mean ${fmtMs(s.ttftMs.mean)} ms, p99 ${fmtMs(s.ttftMs.p99)} ms, hit rate ${fmtPct(s.hitRate)}`);
+    }
     bar.start(policy);
     const decisionLog = cfg.decisionLog ? { path: policyLogPath(cfg.decisionLog, policy), tokens: cfg.decisionLogTokens } : undefined;
     const run = await run1(policy, fit.kept, "gw", { faults: cfg.faults, decisionLog });
     const r = policyResult(run, cfg.engine.blockSize, via ? cfg.gateways : undefined);
     if (via) r.label = `${r.label} via ${cfg.gateways.length} gateway${cfg.gateways.length > 1 ? "s" : ""}`;
+    if (clean && faultFrom !== undefined) r.faultRecovery = faultRecovery(clean.records, run.records, faultFrom);
     results.push(r);
     for (const line of r.log.slice(0, 5)) host.stderr(`${policy}: ${line}\n`);
     if (cfg.progress) {
@@ -82,7 +94,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
   };
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
-  host.stdout(`${summaryText(results, doc.ceiling.hitRate)}${gatewayText(results)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
+  host.stdout(`${summaryText(results, doc.ceiling.hitRate)}${gatewayText(results)}${recoveryText(results)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
     `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.

@@ -7,6 +7,7 @@ import type { CompletionRecord } from "./completion-client.ts";
 import type { LoadSample } from "./load-sampler.ts";
 import type { PooledCeiling } from "./pooled-ceiling.ts";
 import type { TraceNotes } from "./mooncake-trace.ts";
+import type { FaultRecovery } from "./fault-recovery.ts";
 import type { EventStats, PolicyRun } from "./policy-run.ts";
 import type { ReplayFault } from "./replay-faults.ts";
 import { POLICY_WIRING, type ReplayPolicy } from "./replay-policies.ts";
@@ -66,6 +67,8 @@ export interface PolicyResult {
   log: string[];
   /** `--gateway` runs: per gateway, in the order given. */
   gateways?: GatewayShare[];
+  /** `--faults` runs: the policy's figures beside its run without the faults. */
+  faultRecovery?: FaultRecovery;
   ttftCdf: [number, number][];
   hitOverTime: HitBucket[];
   load: { workers: string[]; samples: LoadSample[] };

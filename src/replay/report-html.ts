@@ -5,7 +5,8 @@
  */
 import type { ReplayPolicy } from "./replay-policies.ts";
 import type { PolicyResult, ReplayResults } from "./replay-results.ts";
-import { fmtPct, GATEWAY_HEADER, gatewayRows, TABLE_HEADER, tableRows } from "./summary-table.ts";
+import { describeFaults } from "./replay-faults.ts";
+import { fmtPct, GATEWAY_HEADER, gatewayRows, RECOVERY_HEADER, recoveryRows, TABLE_HEADER, tableRows } from "./summary-table.ts";
 import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
 
 export const POLICY_COLORS: Record<ReplayPolicy, string> = {
@@ -52,6 +53,16 @@ function gatewayTable(policies: readonly PolicyResult[]): string {
   return `<h2>Per gateway</h2><table data-table="gateways"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
+function recoveryTable(policies: readonly PolicyResult[]): string {
+  const rows = recoveryRows(policies);
+  if (rows.length === 0) return "";
+  const head = RECOVERY_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
+  const from = policies.find((p) => p.faultRecovery)!.faultRecovery!.from;
+  return `<h2>Fault recovery</h2><p>Each policy also ran on the same requests without the faults. Hit rate over the requests from ${from} on (sent after the first fault struck), over the whole run, and the p99 TTFT of both runs.</p>`
+    + `<table data-table="recovery"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
 function setup(r: ReplayResults): string {
   const s = r.source, f = r.fleet;
   const slice = s.slice ? ` slice ${s.slice.start}:${s.slice.end ?? ""}${s.slice.limit !== null ? ` limit ${s.slice.limit}` : ""}` : "";
@@ -61,6 +72,7 @@ function setup(r: ReplayResults): string {
     f.gateways
       ? `Through ${f.gateways.length} running gateway(s), round-robin: ${f.gateways.map((g) => `<code>${escapeXml(g)}</code>`).join(", ")}; their fleet as given: ${f.workers} engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}.`
       : `Fleet per policy: ${f.workers} simulated engines, ${Object.entries(f.engine).map(([k, v]) => `${k} ${v}`).join(", ")}; router queue ${f.routerQueue}.`,
+    ...(f.faults && f.faults.length > 0 ? [`Faults, injected the same way into every policy's fleet: ${escapeXml(describeFaults(f.faults))}.`] : []),
     `Arrivals ${f.traceSpeedup}× faster than the trace; engines run ${f.engineSpeedup}× faster than wall time. All times are engine milliseconds (wall × ${f.engineSpeedup}).`,
     `Command: <code>${escapeXml(r.command)}</code>; generated ${escapeXml(r.createdAt)}.`,
   ];
@@ -88,6 +100,7 @@ ${setup(r)}
 <h2>Per-policy results</h2>
 ${table(r.policies, r.ceiling.hitRate)}
 ${gatewayTable(r.policies)}
+${recoveryTable(r.policies)}
 <p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (no router can do better). Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
 <h2>Time to first token</h2>
 ${ttftChart(r.policies)}

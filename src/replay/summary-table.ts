@@ -66,3 +66,30 @@ export function gatewayText(policies: readonly PolicyResult[]): string {
   const rows = gatewayRows(policies);
   return rows.length > 0 ? `\n${textTable(GATEWAY_HEADER, rows)}\n` : "";
 }
+
+export const RECOVERY_HEADER = [
+  "policy", "hit after fault: clean", "with fault", "share", "whole run: clean", "with fault", "share", "TTFT p99: clean", "with fault",
+];
+
+/** Rows for the policies that also ran without the faults (fault-recovery.ts). */
+export function recoveryRows(policies: readonly PolicyResult[]): string[][] {
+  return policies.flatMap((p) => {
+    const r = p.faultRecovery;
+    if (!r) return [];
+    return [[
+      p.policy, fmtPct(r.clean.hitRateAfter), fmtPct(r.faulted.hitRateAfter), fmtPct(r.shareAfter), fmtPct(r.clean.hitRate), fmtPct(r.faulted.hitRate),
+      fmtPct(r.share), fmtMs(r.clean.ttftP99Ms), fmtMs(r.faulted.ttftP99Ms),
+    ]];
+  });
+}
+
+/** The recovery table, or nothing when no policy ran beside a fault-free twin. */
+export function recoveryText(policies: readonly PolicyResult[]): string {
+  const rows = recoveryRows(policies);
+  if (rows.length === 0) return "";
+  const from = policies.find((p) => p.faultRecovery)!.faultRecovery!.from;
+  return `
+fault recovery: each policy also ran without the faults; hit rate over requests ${from}.. (after the first fault) and the whole run
+${textTable(RECOVERY_HEADER, rows)}
+`;
+}

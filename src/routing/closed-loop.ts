@@ -1,7 +1,7 @@
 /**
  * @module Acts on the prediction monitor's verdicts: a precise-mode rank whose engine keeps reporting far fewer cached
  * tokens than its index promised loses its index entries (they come back only as the engine's events confirm them),
- * one whose engine keeps reporting far more is routed as an approximate rank until its events arrive again, and
+ * one whose engine keeps prefilling with no event of it arriving is routed as an approximate rank until they do, and
  * approximate-mode ranks are modelled as LRU caches of a learnt capacity (a learnt lifetime until one is known).
  */
 import type { KvIndex } from "../core/kv-index.ts";
@@ -43,14 +43,41 @@ export interface BlindInfo {
   dpRank: number;
   /** true: the rank went blind (routed as approximate from now on); false: its events arrived again. */
   blind: boolean;
-  /** Blind: reported minus predicted cached tokens, as a share of the prompt (the EWMA that decided it). */
-  excess?: number;
+  /** Blind: answers that prefilled new blocks since the rank's last event batch, and over how many ms. */
+  prefills?: number;
+  silentMs?: number;
 }
 
 /** What the loop did, for metrics and logs; called synchronously, must not throw. */
 export interface ClosedLoopEvents {
   distrusted?(info: DistrustInfo): void;
   blind?(info: BlindInfo): void;
+}
+
+export interface ClosedLoopDeps {
+  index: KvIndex;
+  registry: WorkerRegistry;
+  /** Off: the figures are still kept (metrics, stats), but nothing is acted on. */
+  enabled: boolean;
+  config: Partial<PredictionConfig>;
+  /**
+   * Per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's learnt
+   * reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
+   */
+  trust: Float64Array;
+  /**
+   * Per index slot, 1 while the loop routes a KV-event rank as an approximate one (the routing core then records each
+   * prompt it sends there, as it does for a worker without KV events).
+   */
+  blind: Uint8Array;
+  now: () => number;
+  on?: ClosedLoopEvents;
+}
+
+/** Answers since a KV-event rank's last event batch that must have stored new blocks on its engine. */
+interface Silence {
+  prefills: number;
+  since: number;
 }
 
 export class ClosedLoop {
@@ -60,18 +87,20 @@ export class ClosedLoop {
   #generation: number;
   /** Precise ranks routed as approximate ones because their engines' events stopped reaching the router. */
   readonly #blind = new Set<string>();
+  readonly #silence = new Map<string, Silence>();
+  private readonly index: KvIndex;
+  private readonly registry: WorkerRegistry;
+  private readonly enabled: boolean;
+  private readonly trust: Float64Array;
+  private readonly blind: Uint8Array;
+  private readonly now: () => number;
+  private readonly on: ClosedLoopEvents;
 
-  /**
-   * @param trust per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's
-   *   learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
-   * @param blind per index slot, 1 while the loop routes a precise rank as an approximate one (the routing core then
-   *   records each prompt it sends there, as it does for a worker without KV events).
-   */
-  constructor(private readonly index: KvIndex, private readonly registry: WorkerRegistry, private readonly enabled: boolean,
-    config: Partial<PredictionConfig>, private readonly trust: Float64Array, private readonly blind: Uint8Array,
-    private readonly on: ClosedLoopEvents = {}) {
-    this.monitor = new PredictionMonitor(config);
-    this.#generation = index.generation;
+  constructor(d: ClosedLoopDeps) {
+    ({ index: this.index, registry: this.registry, enabled: this.enabled, trust: this.trust, blind: this.blind, now: this.now } = d);
+    this.on = d.on ?? {};
+    this.monitor = new PredictionMonitor(d.config);
+    this.#generation = d.index.generation;
   }
 
   report(u: UsageReport): void {
@@ -83,13 +112,14 @@ export class ClosedLoop {
     const governed = !precise && this.enabled && this.capacity.blocksOf(k) !== undefined;
     const verdict = this.monitor.observe(u.worker, u.dpRank, u.predictedTokens, u.reportedTokens, u.promptTokens, precise, !governed, u.evictedSince !== true);
     if (!this.enabled) return;
-    if (verdict === "blind") {
-      const excess = -(this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.error ?? 0);
+    if (precise && u.promptTokens - u.reportedTokens >= w.blockSize && this.#silent(k)) {
+      const s = this.#silence.get(k)!;
+      this.#silence.delete(k);
       this.#blind.add(k);
       this.blind[rank.slot] = 1;
       this.monitor.reset(u.worker, u.dpRank);
       this.trust[rank.slot] = 1;
-      this.on.blind?.({ worker: u.worker, dpRank: u.dpRank, blind: true, excess });
+      this.on.blind?.({ worker: u.worker, dpRank: u.dpRank, blind: true, prefills: s.prefills, silentMs: this.now() - s.since });
       return;
     }
     if (!precise) {
@@ -115,8 +145,9 @@ export class ClosedLoop {
    * over-prediction check say.
    */
   eventsArrived(worker: string, dpRank: number): void {
-    if (this.#blind.size === 0) return;
+    if (this.#blind.size === 0 && this.#silence.size === 0) return;
     const k = rankMapKey(worker, dpRank);
+    this.#silence.delete(k);
     if (!this.#blind.delete(k)) return;
     const rank = this.registry.get(worker)?.ranks.find((r) => r.dpRank === dpRank);
     if (rank) this.blind[rank.slot] = 0;
@@ -127,6 +158,16 @@ export class ClosedLoop {
 
   isBlind(worker: string, dpRank: number): boolean {
     return this.#blind.has(rankMapKey(worker, dpRank));
+  }
+
+  /** One more answer that stored new blocks on the rank's engine without an event batch since: is that too many? */
+  #silent(k: string): boolean {
+    const now = this.now();
+    let s = this.#silence.get(k);
+    if (!s) this.#silence.set(k, (s = { prefills: 0, since: now }));
+    s.prefills++;
+    const c = this.monitor.config;
+    return s.prefills >= c.blindAfterPrefills && now - s.since >= c.blindAfterMs;
   }
 
   /**
@@ -164,19 +205,32 @@ export class ClosedLoop {
       this.trust[r.slot] = 1;
       this.blind[r.slot] = 0;
       this.#blind.delete(rankMapKey(worker, r.dpRank));
+      this.#silence.delete(rankMapKey(worker, r.dpRank));
       this.capacity.forget(rankMapKey(worker, r.dpRank));
     }
     this.monitor.reset(worker);
   }
 
   snapshot(): RankPrediction[] {
-    return this.monitor.snapshot().map((p) => {
+    const out = this.monitor.snapshot().map((p) => {
       const blind = this.#blind.has(rankMapKey(p.worker, p.dpRank));
       const precise = (this.registry.get(p.worker)?.kvEvents ?? true) && !blind;
       const cap = precise ? undefined : this.capacity.blocksOf(rankMapKey(p.worker, p.dpRank));
-      const out = blind ? { ...p, precise, blind } : { ...p, precise };
+      const row = blind ? { ...p, precise, blind } : { ...p, precise };
       // A rank bounded by a capacity records its blocks with the longest lifetime (ttlFor), and says so.
-      return cap === undefined ? out : { ...out, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
+      return cap === undefined ? row : { ...row, capacityBlocks: cap, ttlMs: this.monitor.config.maxTtlMs };
     });
+    // A rank that just went blind has no samples yet (they started over), but it is blind all the same.
+    for (const w of this.#blind.size > 0 ? this.registry.workers() : []) {
+      for (const r of w.ranks) {
+        const k = rankMapKey(w.id, r.dpRank);
+        if (!this.#blind.has(k) || out.some((p) => p.worker === w.id && p.dpRank === r.dpRank)) continue;
+        const cap = this.capacity.blocksOf(k);
+        out.push({ worker: w.id, dpRank: r.dpRank, samples: 0, predictedTokens: 0, reportedTokens: 0, error: 0, ratio: 1, flagged: false,
+          ttlMs: cap === undefined ? this.monitor.ttlFor(w.id, r.dpRank) : this.monitor.config.maxTtlMs, precise: false, blind: true,
+          ...(cap === undefined ? {} : { capacityBlocks: cap }) });
+      }
+    }
+    return out;
   }
 }

@@ -1,8 +1,7 @@
 /**
  * @module The closed loop: every response's engine-reported cached tokens checked against what the router predicted
- * for that (worker, rank). A rank whose hits fall far below prediction is flagged (its index is stale), one whose hits
- * stay far above it is blind (its engine caches what no event told the router), and in approximate mode each rank's
- * block lifetime is steered so predicted hits track the ones the engine reports.
+ * for that (worker, rank). A rank whose hits fall far below prediction is flagged (its index is stale), and in
+ * approximate mode each rank's block lifetime is steered so predicted hits track the ones the engine reports.
  */
 
 export interface PredictionConfig {
@@ -15,11 +14,12 @@ export interface PredictionConfig {
   /** A flagged rank is trusted again once its ratio is back above this (events have rebuilt it). */
   trustAbove: number;
   /**
-   * A precise-mode rank is blind once the engine reports, on average, more cached tokens than predicted by this share
-   * of the prompt, and at least `blindRatio` × the predicted ones: its KV events are not reaching the router.
+   * A KV-event rank is blind (its events stopped reaching the router) once it answered this many requests that each
+   * prefilled at least one new block, over at least `blindAfterMs`, with no batch of its events arriving meanwhile:
+   * an engine publishes a stored event for every block it fills.
    */
-  blindShare: number;
-  blindRatio: number;
+  blindAfterPrefills: number;
+  blindAfterMs: number;
   /** Approximate mode: the lifetime each rank starts from, and its bounds. */
   approxTtlMs: number;
   minTtlMs: number;
@@ -31,7 +31,7 @@ export interface PredictionConfig {
 }
 
 export const PREDICTION_DEFAULTS: PredictionConfig = {
-  alpha: 0.1, minSamples: 12, distrustBelow: 0.3, trustAbove: 0.6, blindShare: 0.1, blindRatio: 1.2,
+  alpha: 0.1, minSamples: 12, distrustBelow: 0.3, trustAbove: 0.6, blindAfterPrefills: 8, blindAfterMs: 2_000,
   approxTtlMs: 120_000, minTtlMs: 1_000, maxTtlMs: 3_600_000, band: [0.85, 1.1], step: 1.2,
 };
 
@@ -59,7 +59,7 @@ export interface RankPrediction {
 }
 
 /** What one observation changed, so the caller can act (distrust an index, log) without polling. */
-export type PredictionVerdict = "none" | "flagged" | "trusted" | "blind";
+export type PredictionVerdict = "none" | "flagged" | "trusted";
 
 interface RankState extends RankPrediction {
   meanPredicted: number;
@@ -76,7 +76,7 @@ export class PredictionMonitor {
     const c = this.config;
     if (!(c.alpha > 0 && c.alpha <= 1)) throw new RangeError("alpha must be in (0, 1]");
     if (!(c.distrustBelow < c.trustAbove)) throw new RangeError("distrustBelow must be below trustAbove");
-    if (!(c.blindShare > 0 && c.blindShare <= 1 && c.blindRatio > 1)) throw new RangeError("need 0 < blindShare <= 1 and blindRatio > 1");
+    if (!(Number.isInteger(c.blindAfterPrefills) && c.blindAfterPrefills >= 1 && c.blindAfterMs >= 0)) throw new RangeError("need blindAfterPrefills >= 1 and blindAfterMs >= 0");
     if (!(c.minTtlMs > 0 && c.minTtlMs <= c.approxTtlMs && c.approxTtlMs <= c.maxTtlMs)) throw new RangeError("need 0 < minTtlMs <= approxTtlMs <= maxTtlMs");
     if (!(c.step > 1)) throw new RangeError("step must exceed 1");
   }
@@ -102,10 +102,7 @@ export class PredictionMonitor {
     s.meanPredicted = first ? p : s.meanPredicted + a * (p - s.meanPredicted);
     s.meanReported = first ? r : s.meanReported + a * (r - s.meanReported);
     if (s.meanPredicted > 0) s.ratio = Math.min(s.meanReported / s.meanPredicted, 4);
-    if (s.samples < this.config.minSamples) return "none";
-    // Before the test that needs a prediction: a blind rank may have had none since its index was cleared.
-    if (precise && judge && this.#blind(s)) return "blind";
-    if (s.predictedTokens === 0) return "none";
+    if (s.samples < this.config.minSamples || s.predictedTokens === 0) return "none";
     if (precise) return judge ? this.#judge(s) : "none";
     if (steerTtl) this.#steer(s);
     return "none";
@@ -134,11 +131,6 @@ export class PredictionMonitor {
 
   snapshot(): RankPrediction[] {
     return [...this.#ranks.values()].map(({ meanPredicted: _p, meanReported: _r, sinceSteer: _s, ...rest }) => ({ ...rest }));
-  }
-
-  #blind(s: RankState): boolean {
-    const c = this.config;
-    return !s.flagged && -s.error > c.blindShare && s.meanReported > c.blindRatio * s.meanPredicted;
   }
 
   #judge(s: RankState): PredictionVerdict {

@@ -54,10 +54,11 @@ export class Router {
       onDecided: deps.decisions && ((r) => deps.decisions!.decided(r)),
     });
     this.#core.capture = captureFor(deps.decisions);
-    this.#loop = new ClosedLoop(deps.index, this.#core.registry, this.config.closedLoop, { approxTtlMs: this.config.approxTtlMs,
-      minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
-    this.#core.selector.trust, this.#core.recordsRoutes, {
-      distrusted: (info) => this.#observer?.distrusted?.(info), blind: (info) => this.#observer?.blind?.(info),
+    this.#loop = new ClosedLoop({
+      index: deps.index, registry: this.#core.registry, enabled: this.config.closedLoop, now: deps.now,
+      config: { approxTtlMs: this.config.approxTtlMs, minTtlMs: Math.min(1_000, this.config.approxTtlMs), maxTtlMs: Math.max(3_600_000, this.config.approxTtlMs) },
+      trust: this.#core.selector.trust, blind: this.#core.recordsRoutes,
+      on: { distrusted: (info) => this.#observer?.distrusted?.(info), blind: (info) => this.#observer?.blind?.(info) },
     });
     this.#ops = {
       firstToken: (b) => {

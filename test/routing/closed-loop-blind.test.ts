@@ -1,4 +1,4 @@
-/** The closed loop's blind ranks: a KV-event rank whose engine reports hits no event announced is routed as approximate. */
+/** The closed loop's blind ranks: a KV-event rank that keeps prefilling with none of its events arriving is routed as approximate. */
 import { describe, expect, it } from "vitest";
 import { PredictionMonitor } from "../../src/routing/prediction-monitor.ts";
 import { BS, fixture, prompt, worker, type Fixture } from "./helpers.ts";
@@ -11,75 +11,86 @@ async function sendTo(f: Fixture, id: string, tokens: Uint32Array, target: strin
   return r.signals.cachedTokens;
 }
 
-/** Twenty answers from `w` reporting `reported` cached tokens of a 16-block prompt predicted at `predicted`. */
-function answers(f: Fixture, w: string, predicted: number, reported: number): void {
-  for (let i = 0; i < 20; i++) f.router.reportUsage({ worker: w, dpRank: 0, predictedTokens: predicted, reportedTokens: reported, promptTokens: 16 * BS });
+/** `n` answers from `w`, 400 ms apart: 16-block prompts of which `reportedBlocks` were cached (the rest prefilled). */
+function answers(f: Fixture, w: string, n: number, reportedBlocks: number): void {
+  for (let i = 0; i < n; i++) {
+    f.clock.advance(400);
+    f.router.reportUsage({ worker: w, dpRank: 0, predictedTokens: 0, reportedTokens: reportedBlocks * BS, promptTokens: 16 * BS });
+  }
 }
 
+const blindOf = (f: Fixture, w: string): boolean | undefined => f.router.snapshot().predictions.find((r) => r.worker === w)?.blind;
+
 describe("closed loop: blind KV-event ranks", () => {
-  it("records prompts routed to a rank whose engine reports hits its events never announced, until events arrive", async () => {
+  it("records prompts routed to a rank whose events stopped arriving, and stops when a batch of them arrives", async () => {
     const f = await fixture({}, [worker("a", { kvEvents: true }), worker("b", { kvEvents: true })]);
     const p = prompt(11, 16 * BS, 11);
     // Precise mode: routing a prompt records nothing; only the engine's events would.
-    expect(await sendTo(f, "r0", p, "b")).toBe(0);
+    await sendTo(f, "r0", p, "b");
     expect(await sendTo(f, "r1", p, "b")).toBe(0);
-    answers(f, "b", 0, 12 * BS);
-    const snap = f.router.snapshot().predictions.find((r) => r.worker === "b");
-    expect(snap?.blind).toBe(true);
-    expect(snap?.precise).toBe(false);
+    // Seven answers that prefilled new blocks: not yet (8 are needed, over at least 2 s).
+    answers(f, "b", 7, 4);
+    expect(blindOf(f, "b")).toBeUndefined();
+    answers(f, "b", 1, 4);
+    expect(blindOf(f, "b")).toBe(true);
+    expect(f.router.snapshot().predictions.find((r) => r.worker === "b")?.precise).toBe(false);
     // From now on a prompt sent to b is recorded there, as for a worker without events, and predicted next time.
     expect(await sendTo(f, "r2", p, "b")).toBe(0);
     expect(await sendTo(f, "r3", p, "b")).toBe(16 * BS);
     expect((await f.router.query({ requestId: "q", tokens: p, model: "m" })).worker).toBe("b");
     // Its events reach the router again: precise once more, nothing new recorded.
     f.router.kvEventsArrived("b", 0);
+    expect(blindOf(f, "b")).toBeUndefined();
     const q = prompt(12, 16 * BS, 12);
     await sendTo(f, "r4", q, "b");
     expect(await sendTo(f, "r5", q, "b")).toBe(0);
-    expect(f.router.snapshot().predictions.find((r) => r.worker === "b")?.blind).toBeUndefined();
   });
 
-  it("leaves ranks alone whose engines confirm the events, and does nothing with the loop off", async () => {
+  it("needs the answers to be spread over time, and any batch of events in between starts the count again", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: true })]);
+    // Twenty answers in one instant (a burst before the engine's next event flush): not blind.
+    for (let i = 0; i < 20; i++) f.router.reportUsage({ worker: "a", dpRank: 0, predictedTokens: 0, reportedTokens: 0, promptTokens: 16 * BS });
+    expect(blindOf(f, "a")).toBeUndefined();
+    f.router.kvEventsArrived("a", 0);
+    for (let i = 0; i < 5; i++) {
+      answers(f, "a", 5, 0);
+      f.router.kvEventsArrived("a", 0);
+    }
+    expect(blindOf(f, "a")).toBeUndefined();
+  });
+
+  it("does not count answers that prefilled no new block, nor act with the loop off", async () => {
     for (const closedLoop of [true, false]) {
       const f = await fixture({ closedLoop }, [worker("a", { kvEvents: true }), worker("b", { kvEvents: true })]);
-      answers(f, "a", 8 * BS, 8 * BS);
-      answers(f, "b", 0, 12 * BS);
-      const preds = f.router.snapshot().predictions;
-      expect(preds.find((r) => r.worker === "a")?.blind).toBeUndefined();
-      expect(preds.find((r) => r.worker === "b")?.blind).toBe(closedLoop ? true : undefined);
+      // a: every answer a full hit but for less than a block, which stores nothing new.
+      for (let i = 0; i < 40; i++) {
+        f.clock.advance(400);
+        f.router.reportUsage({ worker: "a", dpRank: 0, predictedTokens: 0, reportedTokens: 16 * BS - 3, promptTokens: 16 * BS });
+      }
+      answers(f, "b", 12, 0);
+      expect(blindOf(f, "a")).toBeUndefined();
+      expect(blindOf(f, "b")).toBe(closedLoop ? true : undefined);
       const p = prompt(13, 16 * BS, 13);
       await sendTo(f, "r0", p, "b");
       expect(await sendTo(f, "r1", p, "b")).toBe(closedLoop ? 16 * BS : 0);
     }
   });
 
-  it("forgets a blind rank when its worker leaves", async () => {
-    const f = await fixture({}, [worker("a", { kvEvents: true }), worker("b", { kvEvents: true })]);
-    answers(f, "b", 0, 12 * BS);
-    expect(f.router.snapshot().predictions.find((r) => r.worker === "b")?.blind).toBe(true);
+  it("never calls a worker without KV events blind, and forgets a blind rank when its worker leaves", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false }), worker("b", { kvEvents: true })]);
+    answers(f, "a", 12, 0);
+    answers(f, "b", 12, 0);
+    expect(blindOf(f, "a")).toBeUndefined();
+    expect(blindOf(f, "b")).toBe(true);
     f.router.removeWorker("b");
     f.router.addWorker(worker("b", { kvEvents: true }));
     const p = prompt(14, 16 * BS, 14);
     await sendTo(f, "r0", p, "b");
     expect(await sendTo(f, "r1", p, "b")).toBe(0);
   });
-});
 
-describe("PredictionMonitor: blind verdict", () => {
-  it("calls a precise rank blind once its engine reports well above prediction, and only then", () => {
-    const m = new PredictionMonitor({ minSamples: 8 });
-    const v: string[] = [];
-    // Slightly above prediction (events a little late): not blind.
-    for (let i = 0; i < 40; i++) expect(m.observe("a", 0, 500, 560, 1000, true)).toBe("none");
-    for (let i = 0; i < 40; i++) v.push(m.observe("b", 0, 100, 600, 1000, true));
-    expect(v.indexOf("blind")).toBeGreaterThanOrEqual(7);
-    // Approximate ranks and answers judged unfit (evictions meanwhile) are never called blind.
-    for (let i = 0; i < 40; i++) expect(m.observe("c", 0, 0, 600, 1000, false)).toBe("none");
-    for (let i = 0; i < 40; i++) expect(m.observe("d", 0, 0, 600, 1000, true, true, false)).toBe("none");
-  });
-
-  it("refuses thresholds that could never or always fire", () => {
-    expect(() => new PredictionMonitor({ blindShare: 0 })).toThrow(RangeError);
-    expect(() => new PredictionMonitor({ blindRatio: 1 })).toThrow(RangeError);
+  it("refuses thresholds that could never fire", () => {
+    expect(() => new PredictionMonitor({ blindAfterPrefills: 0 })).toThrow(RangeError);
+    expect(() => new PredictionMonitor({ blindAfterMs: -1 })).toThrow(RangeError);
   });
 });
