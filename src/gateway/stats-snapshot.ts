@@ -36,6 +36,8 @@ export interface RankPredictionStats {
   ratio: number;
   error: number;
   flagged: boolean;
+  /** A KV-event rank whose events stopped arriving, routed as an approximate one until they do. */
+  blind: boolean;
   capacity_blocks: number | null;
 }
 
@@ -86,7 +88,7 @@ export interface StatsBody {
 function predictionStats(p: RankPrediction | undefined): RankPredictionStats | null {
   return p === undefined ? null : {
     samples: p.samples, predicted_tokens: p.predictedTokens, reported_tokens: p.reportedTokens, ratio: p.ratio, error: p.error, flagged: p.flagged,
-    capacity_blocks: p.capacityBlocks ?? null,
+    blind: p.blind === true, capacity_blocks: p.capacityBlocks ?? null,
   };
 }
 
