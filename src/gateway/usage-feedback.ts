@@ -20,6 +20,7 @@ export function recordUsage(gw: GatewayState, signals: RouteSignals, usage: unkn
   if (!r || r.cached === undefined || !(r.cached >= 0)) return;
   gw.router.reportUsage({
     worker: signals.worker, dpRank: signals.dpRank, predictedTokens: signals.cachedTokens, reportedTokens: r.cached, promptTokens: r.prompt,
+    queuedPrefillTokens: signals.queuedPrefillTokens,
     completionTokens: r.completion !== undefined && r.completion >= 0 ? r.completion : undefined, sessionId: scope?.sessionId,
     evictedSince: gw.ingest.blocksRemovedOf(signals.worker, signals.dpRank) > (removedAtRouting.get(signals) ?? Infinity),
   });

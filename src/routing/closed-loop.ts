@@ -6,6 +6,7 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import { CapacityLearner } from "./capacity-learner.ts";
+import { LoadTrust, trustBand } from "./load-trust.ts";
 import { PredictionMonitor, rankMapKey, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
 import type { WorkerRegistry } from "./worker-registry.ts";
 
@@ -24,6 +25,8 @@ export interface UsageReport {
    * (a saturated engine), not a stale index, so the answer cannot get the rank flagged.
    */
   evictedSince?: boolean;
+  /** Prefill tokens queued on the rank ahead of the request when it was routed (RouteSignals.queuedPrefillTokens). */
+  queuedPrefillTokens?: number;
   /** usage.completion_tokens, when the answer is complete (decode-aware load learns output lengths from it). */
   completionTokens?: number;
   sessionId?: string;
@@ -61,8 +64,8 @@ export interface ClosedLoopDeps {
   enabled: boolean;
   config: Partial<PredictionConfig>;
   /**
-   * Per index slot, the factor the selector credits a rank's overlap with; the loop writes each rank's learnt
-   * reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
+   * Per index slot and trust band (load-trust.ts), the factor the selector credits a rank's overlap with; the loop
+   * writes each rank's learnt reported/predicted ratio there (capped at 1), and 1 when the rank starts over.
    */
   trust: Float64Array;
   /**
@@ -91,15 +94,16 @@ export class ClosedLoop {
   private readonly index: KvIndex;
   private readonly registry: WorkerRegistry;
   private readonly enabled: boolean;
-  private readonly trust: Float64Array;
+  readonly #trust: LoadTrust;
   private readonly blind: Uint8Array;
   private readonly now: () => number;
   private readonly on: ClosedLoopEvents;
 
   constructor(d: ClosedLoopDeps) {
-    ({ index: this.index, registry: this.registry, enabled: this.enabled, trust: this.trust, blind: this.blind, now: this.now } = d);
+    ({ index: this.index, registry: this.registry, enabled: this.enabled, blind: this.blind, now: this.now } = d);
     this.on = d.on ?? {};
     this.monitor = new PredictionMonitor(d.config);
+    this.#trust = new LoadTrust(d.trust, this.monitor.config.alpha, this.monitor.config.minSamples);
     this.#generation = d.index.generation;
   }
 
@@ -118,7 +122,7 @@ export class ClosedLoop {
       this.#blind.add(k);
       this.blind[rank.slot] = 1;
       this.monitor.reset(u.worker, u.dpRank);
-      this.trust[rank.slot] = 1;
+      this.#trust.reset(rank.slot);
       this.on.blind?.({ worker: u.worker, dpRank: u.dpRank, blind: true, prefills: s.prefills, silentMs: this.now() - s.since });
       return;
     }
@@ -128,14 +132,15 @@ export class ClosedLoop {
     }
     // Approximate ranks too: what their model still gets wrong (an engine evicting blocks while a request waits in its
     // queue) discounts what they are expected to report, and the prefill their bookings hold.
-    this.trust[rank.slot] = this.monitor.trustOf(u.worker, u.dpRank);
+    const p = Math.min(u.predictedTokens, u.promptTokens), r = Math.min(u.reportedTokens, u.promptTokens);
+    this.#trust.observe(rank.slot, trustBand(u.queuedPrefillTokens ?? 0), p, r, this.monitor.trustOf(u.worker, u.dpRank));
     if (verdict !== "flagged") return;
     const ratio = this.monitor.snapshot().find((p) => p.worker === u.worker && p.dpRank === u.dpRank)?.ratio ?? 0;
     const before = this.index.treeSizeOfSlot(rank.slot);
     // Clearing the slot keeps it (and the rank's cached slot number) while dropping every block it claimed.
     this.index.withCore("clear_slot", (c) => c.clear_slot(rank.slot));
     this.monitor.reset(u.worker, u.dpRank);
-    this.trust[rank.slot] = 1;
+    this.#trust.reset(rank.slot);
     this.on.distrusted?.({ worker: u.worker, dpRank: u.dpRank, ratio, droppedEntries: before });
   }
 
@@ -202,7 +207,7 @@ export class ClosedLoop {
   /** The worker left or its view was rebuilt from scratch: its samples no longer describe anything. */
   forget(worker: string): void {
     for (const r of this.registry.get(worker)?.ranks ?? []) {
-      this.trust[r.slot] = 1;
+      this.#trust.reset(r.slot);
       this.blind[r.slot] = 0;
       this.#blind.delete(rankMapKey(worker, r.dpRank));
       this.#silence.delete(rankMapKey(worker, r.dpRank));

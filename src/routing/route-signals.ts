@@ -10,7 +10,7 @@ export function routeSignals(requestId: string, sel: Selection, via: RouteSignal
     requestTokens: sel.isl, cachedTokens: sel.cachedTokens, expectedCachedTokens: sel.expectedCachedTokens,
     // The reference's kv_hit_rate: cached share of the prompt's complete blocks, as predicted at routing time.
     predictedHitRate: sel.promptBlocks > 0 ? sel.overlapBlocks / sel.promptBlocks : 0,
-    potentialPrefillTokens: sel.potentialPrefillTokens, potentialDecodeBlocks: sel.potentialDecodeBlocks,
+    potentialPrefillTokens: sel.potentialPrefillTokens, queuedPrefillTokens: sel.queuedPrefillTokens, potentialDecodeBlocks: sel.potentialDecodeBlocks,
     totalKvBlocks: w.totalKvBlocks, cost: sel.cost, via, queueDepth, timings,
   };
 }

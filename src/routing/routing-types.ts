@@ -115,6 +115,8 @@ export interface RouteSignals {
   /** overlapBlocks / promptBlocks (0 for a prompt shorter than a block). */
   predictedHitRate: number;
   potentialPrefillTokens: number;
+  /** Prefill tokens queued on the chosen rank before this request when it was routed. */
+  queuedPrefillTokens: number;
   potentialDecodeBlocks: number;
   totalKvBlocks?: number;
   cost: number;

@@ -2,6 +2,7 @@
  * @module Picks a (worker, rank) for one prompt: hash and match in WASM, join the overlaps with live load, score with
  * the core's cost function. Books nothing; the hot path, so it avoids per-request allocation where it can.
  */
+import { TRUST_BANDS, trustBand } from "./load-trust.ts";
 import { KvgateError } from "../core/errors.ts";
 import { CacheSalts } from "../core/cache-salt.ts";
 import { ScoreCol, type KvIndex } from "../core/kv-index.ts";
@@ -64,6 +65,8 @@ export interface Selection {
   expectedCachedTokens: number;
   cost: number;
   potentialPrefillTokens: number;
+  /** Prefill tokens queued on the chosen rank before this request (its trust band, see load-trust.ts). */
+  queuedPrefillTokens: number;
   potentialDecodeBlocks: number;
   /**
    * Sequence hashes as (lo, hi) u32 pairs for the first `promptBlocks` blocks (the array may be longer), when read;
@@ -128,7 +131,7 @@ export class Selector implements TieInputs {
     readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
-    this.trust = new Float64Array(index.options.maxSlots).fill(1);
+    this.trust = new Float64Array(index.options.maxSlots * TRUST_BANDS).fill(1);
     this.#spreadIdx = new Int32Array(index.options.maxSlots);
     this.#spreadWeights = new Float64Array(index.options.maxSlots);
     this.#rankKeys = new Float64Array(index.options.maxSlots);
@@ -137,9 +140,10 @@ export class Selector implements TieInputs {
   }
 
   /**
-   * Per index slot, the share of its index-predicted cached blocks the engine really reports (the closed loop's
-   * learnt ratio, 1 until known): the expected cached tokens of a decision are its overlap times this. The cost still
-   * credits the whole overlap: discounting it there spread load further and lowered hit rates in a saturated replay.
+   * Per index slot and trust band (`slot * TRUST_BANDS + trustBand(queued prefill)`), the share of its index-predicted
+   * cached blocks the engine really reports (the closed loop's learnt ratio, 1 until known): the expected cached tokens
+   * of a decision are its overlap times this. The cost still credits the whole overlap: discounting it there spread
+   * load further and lowered hit rates in a saturated replay.
    */
   readonly trust: Float64Array;
 
@@ -225,12 +229,14 @@ export class Selector implements TieInputs {
     this.#ranks = EMPTY;
     // As the kernel saw it (the columns hold the final candidates, a pinned rank included).
     const overlapBlocks = f64[base + ScoreCol.overlap * stride + chosen]!;
+    const queued = queuedPrefill(ranks[chosen]!.load);
+    const trust = this.trust[ranks[chosen]!.slot * TRUST_BANDS + trustBand(queued)]!;
     return {
       rank: ranks[chosen]!, isl, blockSize, promptBlocks, overlapBlocks, bestOverlapBlocks: Math.max(best, overlapBlocks),
       cachedTokens: Math.min(isl, overlapBlocks * blockSize),
-      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * this.trust[ranks[chosen]!.slot]! * blockSize)), cost: f64[costCol + chosen]!,
+      expectedCachedTokens: Math.min(isl, Math.round(overlapBlocks * trust * blockSize)), cost: f64[costCol + chosen]!,
       // In tokens as they are: the kernel's column holds queued prefill scaled by the new-prefill factor.
-      potentialPrefillTokens: queuedPrefill(ranks[chosen]!.load) + Math.max(0, isl - overlapBlocks * blockSize),
+      potentialPrefillTokens: queued + Math.max(0, isl - overlapBlocks * blockSize), queuedPrefillTokens: queued,
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, capture,
     };
