@@ -161,10 +161,6 @@ export class ClosedLoop {
     this.on.blind?.({ worker, dpRank, blind: false });
   }
 
-  isBlind(worker: string, dpRank: number): boolean {
-    return this.#blind.has(rankMapKey(worker, dpRank));
-  }
-
   /** One more answer that stored new blocks on the rank's engine without an event batch since: is that too many? */
   #silent(k: string): boolean {
     const now = this.now();
