@@ -17,7 +17,7 @@ const PAGE = `<!doctype html>
 <header><h1>kvgate</h1><span id="status" class="status">connecting…</span></header>
 <form id="token-form" hidden><label>Admin token <input name="token" type="password" autocomplete="off"></label><button type="submit">Open</button></form>
 <main>
-<section class="wide"><h2>Workers</h2><div class="scroll"><table><thead><tr><th>worker</th><th>rank</th><th>health</th><th>role</th><th>in flight</th><th>active blocks</th><th>prefill tokens</th><th>cache usage</th><th>engine running / waiting</th><th>remote load</th><th>notes</th></tr></thead><tbody id="workers"></tbody></table></div></section>
+<section class="wide"><h2>Workers</h2><div class="scroll"><table><thead><tr><th>worker</th><th>rank</th><th>health</th><th>role</th><th>in flight</th><th>active blocks</th><th>prefill tokens</th><th>cache usage</th><th>engine running / waiting</th><th>remote load</th><th>hits reported ÷ predicted</th><th>notes</th></tr></thead><tbody id="workers"></tbody></table></div></section>
 ${chart("chart-hit", "Hit rate: predicted vs engine-reported")}
 ${chart("chart-ttft", "Time to first token")}
 ${chart("chart-itl", "Inter-token latency")}

@@ -91,6 +91,11 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in headless Chromium", () => {
       const after = await count();
       expect(after.hit).toBeGreaterThan(first.hit);
       expect(after.decisions).toBeGreaterThan(first.decisions);
+      // Each worker that answered shows the closed loop's reported ÷ predicted hits (the engines' events are exact here).
+      await page.waitForFunction(() => Array.from(document.querySelectorAll("#workers tr")).some((r) => /answers\)$/.test(r.children[10]?.textContent ?? "")),
+        undefined, { timeout: 20_000 });
+      const loop = await page.$$eval("#workers tr", (rows) => rows.map((r) => r.children[10]?.textContent ?? ""));
+      expect(loop.filter((t) => /^\d+(\.\d+)? \(\d+ answers\)$/.test(t)).length).toBeGreaterThan(0);
       // A decision row lists its candidates, the chosen one marked.
       expect(await page.locator("#decisions table.candidates tr.chosen").count()).toBeGreaterThan(0);
 

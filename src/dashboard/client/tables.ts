@@ -1,7 +1,7 @@
 /**
  * @module The dashboard's tables and tiles, built with DOM nodes and textContent (worker ids and model names come
- * from configuration and requests, so nothing is parsed as HTML): workers with each rank's load and cache usage,
- * router and ingest totals, and the last decisions with every candidate.
+ * from configuration and requests, so nothing is parsed as HTML): workers with each rank's load, cache usage and the
+ * closed loop's verdict, router and ingest totals, and the last decisions with every candidate.
  */
 import type { DecisionStats, StatsBody, WorkerStats } from "../../gateway/stats-snapshot.ts";
 
@@ -44,7 +44,13 @@ export function renderWorkers(tbody: HTMLElement, workers: readonly WorkerStats[
       const usage = r.cache_usage === null ? "–" : `${pct(r.cache_usage)}${r.cache_usage_source === "router" ? " (est.)" : ""}`;
       const engine = r.engine ? `${r.engine.running} / ${r.engine.waiting}` : "–";
       const remote = r.remote.requests > 0 ? `${r.remote.requests} req, ${r.remote.prefill_tokens} tok, ${r.remote.blocks} blk` : "–";
-      rows.push(row([w.id, r.dp_rank, healthBadge(w), w.role, r.active_requests, r.active_blocks, r.active_prefill_tokens, usage, engine, remote, flags], w.cold ? "cold" : undefined));
+      const p = r.prediction;
+      const loop = p === null || p.samples === 0 ? "–" : `${num(p.ratio)} (${p.samples} answers)`;
+      // The closed loop's verdicts on this rank: what an operator should look into.
+      const notes = [flags, p?.flagged ? "index distrusted" : "", p?.blind ? "KV events not arriving: routed as approximate" : "",
+        p?.capacity_blocks != null ? `cache modelled at ${p.capacity_blocks} blocks` : ""].filter(Boolean).join(", ");
+      rows.push(row([w.id, r.dp_rank, healthBadge(w), w.role, r.active_requests, r.active_blocks, r.active_prefill_tokens, usage, engine, remote, loop, notes],
+        w.cold || p?.blind ? "cold" : undefined));
     }
   }
   if (rows.length === 0) rows.push(row(["no workers yet"], "empty"));
