@@ -15,8 +15,25 @@ export interface Proc {
   kill(): Promise<void>;
 }
 
+/**
+ * Process groups still running. A test file whose setup fails before its afterAll stops them would otherwise leave
+ * them behind (detached, they outlive the test worker): they are killed when the worker exits.
+ */
+const live = new Set<number>();
+process.once("exit", () => {
+  for (const pid of live) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+
 export function start(cmd: string, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Proc {
   const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  // Kept until the group is stopped: the leader may exit while children it started (workerd) run on.
+  if (child.pid !== undefined) live.add(child.pid);
   let out = "";
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
@@ -32,16 +49,23 @@ export function start(cmd: string, args: string[], opts: { env?: Record<string, 
     child,
     output: () => out,
     async stop(graceMs = 5_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        // The leader is gone; its group may not be.
+        signal("SIGKILL");
+        live.delete(child.pid!);
+        return;
+      }
       signal("SIGTERM");
       const t = setTimeout(() => signal("SIGKILL"), graceMs);
       await exited;
       clearTimeout(t);
       signal("SIGKILL");
+      live.delete(child.pid!);
     },
     async kill() {
       signal("SIGKILL");
       await exited;
+      live.delete(child.pid!);
     },
   };
 }
