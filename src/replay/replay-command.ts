@@ -8,7 +8,7 @@ import { runThroughGateways } from "./gateway-run.ts";
 import { runPolicy, type FleetConfig, type PolicyRun } from "./policy-run.ts";
 import { ProgressBar } from "./progress-bar.ts";
 import { faultRecovery, firstFaultedRequest } from "./fault-recovery.ts";
-import { describeFaults } from "./replay-faults.ts";
+import { describeFaults, engineBlocks } from "./replay-faults.ts";
 import { parseReplayArgs, REPLAY_USAGE } from "./replay-args.ts";
 import type { ReplayHost } from "./replay-host.ts";
 import { policyResult, type PolicyResult, type ReplayResults } from "./replay-results.ts";
@@ -82,6 +82,9 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
         `${r.summary.errors ? `, ${r.summary.errors} errors` : ""}; client late by ${fmtMs(r.schedule.meanLateMs)} ms on average`);
     }
   }
+  const cleanBlocks = cfg.workers * cfg.engine.numGpuBlocks;
+  let fleetBlocks = 0;
+  for (let i = 0; i < cfg.workers; i++) fleetBlocks += via ? cfg.engine.numGpuBlocks : engineBlocks(cfg.faults, i, cfg.engine.numGpuBlocks);
   const doc: ReplayResults = {
     kind: "kvgate-replay", version: 1, createdAt: new Date().toISOString(), command: ["kvgate", "replay", ...args].join(" "),
     timeUnit: "engine ms", source: { ...loaded.source, requests: fit.kept.length, skipped: fit.skipped },
@@ -89,13 +92,16 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
       workers: cfg.workers, model: cfg.model, engine: { ...fleet.engine }, faults: cfg.faults, traceSpeedup: cfg.traceSpeedup, engineSpeedup: cfg.engineSpeedup,
       routerQueue: via ? "gateways" : "off", ...(via ? { gateways: [...cfg.gateways] } : {}),
     },
-    ceiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, cfg.workers * cfg.engine.numGpuBlocks),
+    // The fleet the policies ran on: an engine with a smaller cache (small_cache) shrinks what any router can reach.
+    ceiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, fleetBlocks),
+    ...(fleetBlocks !== cleanBlocks && faultFrom !== undefined ? { cleanCeiling: pooledLruCeiling(fit.kept, cfg.engine.blockSize, cleanBlocks) } : {}),
     policies: results,
   };
   await host.writeFile(cfg.jsonPath, JSON.stringify(doc));
   await host.writeFile(cfg.htmlPath, renderReport(doc));
+  const clean = doc.cleanCeiling ? ` (without the faults, ${doc.cleanCeiling.blocks} blocks: ${fmtPct(doc.cleanCeiling.hitRate)})` : "";
   host.stdout(`${summaryText(results, doc.ceiling.hitRate)}${gatewayText(results)}${recoveryText(results)}ceiling (one LRU cache of all ${doc.ceiling.blocks} blocks): hit rate ` +
-    `${fmtPct(doc.ceiling.hitRate)}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
+    `${fmtPct(doc.ceiling.hitRate)}${clean}; times in engine ms; source: ${doc.source.citation}\n${perWorkerText(results)}wrote ${cfg.jsonPath} and ${cfg.htmlPath}\n`);
   for (const r of results) {
     // Requests sent late mean this machine, not the fleet, was the bottleneck: latencies are inflated.
     if (r.schedule.meanLateMs > 0.05 * r.summary.ttftMs.mean) {

@@ -85,6 +85,8 @@ export interface ReplayResults {
   fleet: FleetInfo;
   /** One pooled LRU cache of the fleet's blocks on the same requests: the hit rate no router can beat. */
   ceiling: PooledCeiling;
+  /** When faults shrank an engine's cache: the ceiling of the fleet without them (the fault-free runs' ceiling). */
+  cleanCeiling?: PooledCeiling;
   policies: PolicyResult[];
 }
 

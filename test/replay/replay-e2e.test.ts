@@ -56,6 +56,36 @@ describe("kvgate replay end to end (2 simulated engines, real HTTP through the g
     for (const id of ["ttft-cdf", "hit-rate", "load-round_robin", "load-kv_events"]) expect(html).toContain(`data-plot="${id}"`);
   });
 
+  it("with faults, runs each policy without them too and reports how far it recovered", async () => {
+    const host = capturingHost();
+    const trace = join(host.dir, "chat.jsonl");
+    writeFileSync(trace, chatTrace());
+    const code = await runReplayCommand([
+      "--trace", trace, "--workers", "2", "--speedup", "1", "--sim-speedup", "20", "--policies", "dynamo,kv_events",
+      "--faults", "lose_events:0@0.25,lose_events:1@0.25,small_cache:0@0.5", "--out", join(host.dir, "faults"), "--no-progress", "--warmup", "0",
+    ], host);
+    expect(code).toBe(0);
+    const doc = JSON.parse(host.read("faults.json")) as ReplayResults;
+    // The policies ran on the fleet as the faults left it (w0 with half its blocks): the ceiling is that fleet's.
+    expect(doc.ceiling.blocks).toBe(2048 + 4096);
+    expect(doc.cleanCeiling?.blocks).toBe(2 * 4096);
+    for (const p of doc.policies) {
+      const r = p.faultRecovery!;
+      // small_cache holds from the first request, so the figures "after the fault" cover the whole run.
+      expect(r.from).toBe(0);
+      expect(r.clean.hitRate).toBeGreaterThan(0);
+      expect(r.share).toBeCloseTo(p.summary.hitRate / r.clean.hitRate, 9);
+      expect(p.log.some((l) => l.startsWith("fault: w1 restarted"))).toBe(true);
+    }
+    // The restarted engines' batches (whichever of them served requests after the fault) never reached the gateway.
+    expect(doc.policies.find((p) => p.policy === "kv_events")!.events!.dropped).toBeGreaterThan(0);
+    const out = host.out.join("");
+    expect(out).toContain("fault recovery: each policy also ran without the faults");
+    expect(out).toMatch(/^kv_events(\s+\S+){8}$/m);
+    expect(out).toContain("(without the faults, 8192 blocks:");
+    expect(host.read("faults.html")).toContain('data-table="recovery"');
+  });
+
   it("the threaded fleet serves completions and hands over each engine's KV-event batches in order", async () => {
     const batches: EncodedKvBatch[] = [];
     const fleet = await startThreadFleet({ engines: [{ workerId: "t0", blockSize: 16, numGpuBlocks: 64 }], onBatch: (b) => batches.push(b) });
