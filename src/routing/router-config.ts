@@ -100,7 +100,7 @@ export const REFERENCE_OVERLAP_WEIGHT = 1;
 export const DEFAULT_CONFIG: RouterConfig = {
   policy: "kv",
   overlapWeight: 16,
-  newPrefillFactor: 1,
+  newPrefillFactor: 1.5,
   inflightCached: true,
   temperature: 0,
   assumeKvReuse: true,

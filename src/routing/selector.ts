@@ -41,7 +41,7 @@ export interface SelectParams {
   /** Chosen without scoring (explicit target, hard session, plan, or an eligible soft preference). */
   pinned?: RankState;
   overlapWeight: number;
-  /** RouterConfig.newPrefillFactor (default 1, the reference's cost). */
+  /** RouterConfig.newPrefillFactor (1 is the reference's cost). */
   newPrefillFactor?: number;
   /** RouterConfig.inflightCached: a KV-event rank's overlap includes blocks in-flight prompts there are prefilling. */
   inflightCached?: boolean;
