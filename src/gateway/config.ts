@@ -48,6 +48,8 @@ export interface DisaggOptions {
 export interface RouterOptions {
   policy: RoutingPolicy;
   overlapWeight: number;
+  newPrefillFactor: number;
+  inflightCached: boolean;
   temperature: number;
   assumeKvReuse: boolean;
   queueThreshold: number | null;

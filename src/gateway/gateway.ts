@@ -146,7 +146,8 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
         : `worker ${b.worker} rank ${b.dpRank}: KV events arrive again; its index follows them`);
     },
   } }, {
-    policy: r.policy, overlapWeight: r.overlapWeight, temperature: r.temperature, assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
+    policy: r.policy, overlapWeight: r.overlapWeight, newPrefillFactor: r.newPrefillFactor, inflightCached: r.inflightCached, temperature: r.temperature,
+    assumeKvReuse: r.assumeKvReuse, queueThreshold: r.queueThreshold,
     queuePolicy: r.queuePolicy, queueMaxLength: r.queueMaxLength, queueMaxWaitMs: r.queueMaxWaitMs, retryAfterMs: r.retryAfterMs,
     busy: {
       activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,

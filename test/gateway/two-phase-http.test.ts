@@ -66,7 +66,8 @@ describe("POST /v1/route with commit", () => {
   });
 
   it("books the decision and returns the plan id, the expiry and the endpoint header; the reports move and free it", async () => {
-    const { call, loads, metrics } = await planGateway(["--plan-ttl-ms", "20000"]);
+    // At the reference's new-prefill factor, so the held prefill outweighs the cached prompt (kvgate's 1.5 waits for it).
+    const { call, loads, metrics } = await planGateway(["--plan-ttl-ms", "20000", "--new-prefill-factor", "1"]);
     const res = await call("/v1/route", chat(LONG, { commit: true }));
     expect(res.status).toBe(200);
     const b = res.body;

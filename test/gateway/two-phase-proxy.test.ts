@@ -115,7 +115,7 @@ function scriptWorkers(fleet: FakeFleet): (id: string) => void {
 }
 
 /** The script's load was laid out for the reference weight, under which held load can outweigh a cached prefix. */
-const REFERENCE_WEIGHT = ["--overlap-weight", "1"];
+const REFERENCE_WEIGHT = ["--overlap-weight", "1", "--new-prefill-factor", "1"];
 
 function loadLine(g: Gateway): string {
   return g.gw.state.router.snapshot().ranks.map((r) => `${r.worker}:${r.activeRequests}/${r.activePrefillTokens}/${r.activeBlocks}`).join(" ");
@@ -210,4 +210,13 @@ describe("a proxy driving kvgate by two-phase routing", () => {
     // … and that load, not only the prefix, decides: with enough of A in flight on its worker, one A goes elsewhere.
     expect(new Set(family).size).toBeGreaterThan(1);
   }, 60_000);
+});
+
+describe("router options from the gateway's configuration", () => {
+  it("reach the router: the cost weight, the new-prefill factor and in-flight caching", async () => {
+    const g = await fakeGateway(1, ["--overlap-weight", "3", "--new-prefill-factor", "2", "--no-inflight-cached"]);
+    expect(g.gw.state.router.config).toMatchObject({ overlapWeight: 3, newPrefillFactor: 2, inflightCached: false });
+    const d = await fakeGateway(1);
+    expect(d.gw.state.router.config).toMatchObject({ overlapWeight: 16, newPrefillFactor: 1.5, inflightCached: true });
+  });
 });

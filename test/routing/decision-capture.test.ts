@@ -15,7 +15,7 @@ function sink(detail?: DecisionSink["detail"], tokens?: boolean): DecisionSink &
 async function setup(decisions?: DecisionSink) {
   const index = await smallIndex();
   const clock = new ManualClock(5_000);
-  const router = new Router({ index, now: clock.now, random: createPrng(3), fineNow: () => 0, decisions }, { queueThreshold: null, overlapWeight: 1 });
+  const router = new Router({ index, now: clock.now, random: createPrng(3), fineNow: () => 0, decisions }, { queueThreshold: null, overlapWeight: 1, newPrefillFactor: 1 });
   for (const id of ["a", "b", "c"]) router.addWorker(worker(id));
   return { index, router, clock };
 }

@@ -71,7 +71,7 @@ describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker
 
   it("with live state: cache picks the deepest overlap until in-flight load on it outweighs the cache", async () => {
     // The reference's weight 1, as in its worked example.
-    const f = await fixture({ overlapWeight: 1 }, [worker("w1"), worker("w2"), worker("w3")]);
+    const f = await fixture({ overlapWeight: 1, newPrefillFactor: 1 }, [worker("w1"), worker("w2"), worker("w3")]);
     const tokens = prompt(1, 160, 1);
     cache(f.index, "w1", 0, tokens, 2);
     cache(f.index, "w2", 0, tokens, 5);
