@@ -4,7 +4,7 @@
  */
 import type { KvIndex } from "../core/kv-index.ts";
 import type { HedgePolicy } from "./hedge-policy.ts";
-import type { NowFn, Router, RoutingExtension, WorkerHealth } from "../routing/index.ts";
+import type { NowFn, RouteSignals, Router, RoutingExtension, WorkerHealth } from "../routing/index.ts";
 import type { TokenizerRegistry } from "../tokenize/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { Fleet } from "./fleet.ts";
@@ -46,6 +46,11 @@ export interface GatewayState {
   readonly hedge: HedgePolicy;
   /** Bookings of streamed responses held on a lease where the runtime may drop a gone client silently. */
   readonly leases: StreamLeases;
+  /**
+   * The routing signals of each open route plan, so the usage a proxy reports on completion reaches the closed loop
+   * as kvgate's own answers do; an entry goes when its plan closes (bounded by --max-open-plans).
+   */
+  readonly planSignals: Map<string, RouteSignals>;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;
   /** Milliseconds, monotonic: the router's clock. */

@@ -6,7 +6,7 @@
 import { HedgePolicy } from "./hedge-policy.ts";
 import type { Hono } from "hono";
 import { createKvIndex } from "../core/create-kv-index.ts";
-import { fanOutDecisions, performanceNow, Router, type NowFn } from "../routing/index.ts";
+import { fanOutDecisions, performanceNow, Router, type NowFn, type RouteSignals } from "../routing/index.ts";
 import { DecisionRing } from "./decision-ring.ts";
 import { DecisionLogSink, type DecisionLogFactory } from "../decisions/decision-log-sink.ts";
 import { KvgateError } from "../core/errors.ts";
@@ -122,6 +122,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   let health: WorkerHealthMonitor | undefined;
   let sync: ReplicaSync | undefined;
   const decisions = new DecisionRing(config.decisions.recent);
+  const planSignals = new Map<string, RouteSignals>();
   const d = config.decisions;
   if (d.log !== "" && !host.decisionLog) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `--decision-log needs a file system; ${host.runtime ?? "this runtime"} has none here (use Node)`);
@@ -134,7 +135,10 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       sync?.booked(b);
     },
     prefillDone: (b) => sync?.prefillDone(b), freed: (b) => sync?.freed(b), recorded: (r) => sync?.recorded(r),
-    planOpened: () => metrics.planOpened(), planClosed: (p) => metrics.planClosed(p.reason),
+    planOpened: () => metrics.planOpened(), planClosed: (p) => {
+      metrics.planClosed(p.reason);
+      planSignals.delete(p.planId);
+    },
     distrusted: (d) => {
       metrics.distrusted.inc({ worker: d.worker });
       log("warn", `worker ${d.worker} rank ${d.dpRank}: reported cached tokens are ${(d.ratio * 100).toFixed(0)}% of predicted; dropped its ${d.droppedEntries} index entries until its KV events confirm them again`);
@@ -189,6 +193,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
     decisions, tracing: createTracing({ env: host.otelEnv, tracer: host.tracer, fetch: fetchFn, warn: (m) => log("warn", m) }),
     hedge: new HedgePolicy({ budget: config.upstream.hedgeBudget, quantile: config.upstream.hedgeQuantile, minSamples: config.upstream.hedgeMinSamples,
       window: Math.max(256, config.upstream.hedgeMinSamples) }),
+    planSignals,
     leases: new StreamLeases(config.upstream.streamLeaseMs ?? (host.dropsGoneClients ? DEFAULT_STREAM_LEASE_MS : 0), config.upstream.idleTimeoutMs),
     fetch: fetchFn, now, fineNow, log, newRequestId: requestIds(),
   };

@@ -4,7 +4,7 @@
  *
  *   POST /v1/route/{plan_id}/first_token   the first token arrived (idempotent); the plan's TTL starts again
  *   POST /v1/route/{plan_id}/keepalive     the request still runs (streams longer than the TTL); the TTL starts again
- *   POST /v1/route/{plan_id}/complete      the request ended; optional {"usage": <OpenAI usage>} feeds the hit metrics
+ *   POST /v1/route/{plan_id}/complete      the request ended; optional {"usage": <OpenAI usage>} feeds the hit metrics and the closed loop
  *   POST /v1/route/{plan_id}/cancel        the request was abandoned; optional {"failure": {kind, status?, retried?}} when
  *                                          the worker failed it (counted against the worker's health)
  */
@@ -16,6 +16,7 @@ import type { PlanView } from "../routing/index.ts";
 import { bodyLimit } from "./body-limit.ts";
 import type { GatewayState } from "./gateway-state.ts";
 import type { FailureKind } from "./upstream.ts";
+import { recordUsage } from "./usage-feedback.ts";
 
 /** A plan id is the proxy's capability for its booking: 128 random bits, so it cannot be guessed from another one. */
 export function newPlanId(): string {
@@ -101,9 +102,13 @@ export function routePlanRoutes(gw: GatewayState): Hono {
 
   plans.post("/:id/complete", async (c) => {
     const usage = usageOf(await reportBody(c));
+    // Read before the plan ends: closing it drops its signals.
+    const signals = gw.planSignals.get(c.req.param("id"));
     const p = gw.router.planEnd(c.req.param("id"), "finished");
     gw.health.attemptSucceeded(p.worker);
-    if (usage) gw.metrics.usage(usage);
+    // As on kvgate's own path: the hit metrics, and the closed loop when the prediction is known.
+    if (usage && signals) recordUsage(gw, signals, usage);
+    else if (usage) gw.metrics.usage(usage);
     return c.json(planJson(p, "completed"));
   });
 

@@ -14,6 +14,7 @@ import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { readJsonObjectText } from "../core/json-body.ts";
 import { newPlanId, routeTokenGuard } from "./route-plans.ts";
 import { explainTable } from "./explain.ts";
+import { markRouted } from "./usage-feedback.ts";
 
 /** The response body of a preview (also returned for `kvgate.query_only` requests). */
 export function previewBody(s: RouteSignals, ex: Pick<Exchange, "tokenizeMs" | "model" | "adapter" | "namespace">): Record<string, unknown> {
@@ -64,6 +65,9 @@ async function commit(gw: GatewayState, ex: Exchange): Promise<{ body: Record<st
   // One prediction per booked request, as kvgate's own dispatch records it.
   gw.metrics.routed(out.signals, ex.tokenizeMs, ex);
   const plan = out.plan;
+  // The usage the proxy reports on completion is set against this prediction (the closed loop).
+  gw.planSignals.set(plan.id, out.signals);
+  markRouted(gw, out.signals);
   const body: Record<string, unknown> = { ...previewBody(out.signals, ex), plan_id: plan.id, expires_in_ms: Math.max(0, plan.expiresAt - gw.now()) };
   if (ex.explain && out.decision) body.explain = explainTable(out.decision);
   return { body, signals: out.signals };

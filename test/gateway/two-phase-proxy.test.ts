@@ -191,6 +191,9 @@ async function proxied(): Promise<Run> {
   }
   expect(g.gw.state.router.liveBookings).toBe(0);
   expect(g.gw.state.metrics.actualHit.count()).toBe(SCRIPT.filter((s) => "finish" in s).length);
+  // The usage each completion report carried reached the closed loop too, set against its plan's prediction.
+  expect(g.gw.state.router.snapshot().predictions.reduce((n, p) => n + p.samples, 0)).toBe(SCRIPT.filter((s) => "finish" in s).length);
+  expect(g.gw.state.planSignals.size).toBe(0);
   return run;
 }
 
