@@ -1,6 +1,8 @@
 /**
  * @module The ceiling a replay's hit rates are read against: what one LRU prefix cache holding the whole fleet's KV
- * blocks would hit on the same requests, which no router spreading them over separate caches can beat.
+ * blocks would hit on the same requests: what a router spreading them over separate LRU caches should reach. Not a
+ * strict bound: LRU is not the best eviction, and placement that keeps a worker's cache for prompts that recur can
+ * beat one pooled LRU by a few percent on a capacity-bound trace.
  */
 import type { ReplayRequest } from "./replay-request.ts";
 import { promptTokens } from "./synthetic-tokens.ts";

@@ -83,7 +83,7 @@ export interface ReplayResults {
   timeUnit: "engine ms";
   source: SourceInfo;
   fleet: FleetInfo;
-  /** One pooled LRU cache of the fleet's blocks on the same requests: the hit rate no router can beat. */
+  /** One pooled LRU cache of the fleet's blocks on the same requests: the hit rate a router should reach (pooled-ceiling.ts). */
   ceiling: PooledCeiling;
   /** When faults shrank an engine's cache: the ceiling of the fleet without them (the fault-free runs' ceiling). */
   cleanCeiling?: PooledCeiling;

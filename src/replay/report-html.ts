@@ -101,7 +101,7 @@ ${setup(r)}
 ${table(r.policies, r.ceiling.hitRate)}
 ${gatewayTable(r.policies)}
 ${recoveryTable(r.policies)}
-<p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (no router can do better)${r.cleanCeiling ? ` — the fleet as the faults left it; without them, ${r.cleanCeiling.blocks.toLocaleString("en-US")} blocks would hit ${fmtPct(r.cleanCeiling.hitRate)}` : ""}. Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
+<p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (what a router should reach; LRU is not the best eviction, so good placement can beat it slightly)${r.cleanCeiling ? ` — the fleet as the faults left it; without them, ${r.cleanCeiling.blocks.toLocaleString("en-US")} blocks would hit ${fmtPct(r.cleanCeiling.hitRate)}` : ""}. Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
 <h2>Time to first token</h2>
 ${ttftChart(r.policies)}
 <h2>Cache hit rate over time</h2>
