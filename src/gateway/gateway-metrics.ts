@@ -102,7 +102,7 @@ export class GatewayMetrics {
   readonly hotPrefixes = this.registry.gauge("kvgate_hot_prefixes", "Hot-prefix spreading: prompt prefixes tracked, and those now served from a subset of at least two workers (state=spread)");
   readonly hotPrefixDecisions = this.registry.counter("kvgate_hot_prefix_decisions_total", "Routing decisions hot-prefix spreading restricted to its prefix's workers");
   readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");
-  readonly blinded = this.registry.counter("kvgate_index_blind_total", "Times the closed loop found a KV-event worker rank blind (its engine kept reporting far more hits than its events announced) and began recording its routed prompts");
+  readonly blinded = this.registry.counter("kvgate_index_blind_total", "Times the closed loop found a KV-event worker rank blind (it kept prefilling new blocks with none of its KV events arriving) and began recording its routed prompts");
   readonly blind = this.registry.gauge("kvgate_index_blind", "Closed loop, per KV-event worker rank: 1 while it is routed in approximate mode because its KV events stopped reaching kvgate");
   readonly distrusted = this.registry.counter("kvgate_index_distrusted_total", "Times the closed loop dropped a KV-event worker's index entries because its engine kept reporting far fewer hits than predicted");
   readonly disaggLeg = this.registry.histogram("kvgate_disagg_leg_seconds", "Disaggregated legs: prefill (request to the prefill worker's full answer), decode_start (decode request to its response headers, KV transfer included)", SECONDS);
