@@ -45,22 +45,24 @@ function table(policies: readonly PolicyResult[], ceiling: number): string {
   return `<table data-table="policies"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
+/** A table of text cells under its header, named for tests (`data-table`). */
+function plainTable(name: string, header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const head = header.map((h) => `<th>${escapeXml(h)}</th>`).join("");
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
+  return `<table data-table="${name}"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
 function gatewayTable(policies: readonly PolicyResult[]): string {
   const rows = gatewayRows(policies);
-  if (rows.length === 0) return "";
-  const head = GATEWAY_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
-  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
-  return `<h2>Per gateway</h2><table data-table="gateways"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  return rows.length === 0 ? "" : `<h2>Per gateway</h2>${plainTable("gateways", GATEWAY_HEADER, rows)}`;
 }
 
 function recoveryTable(policies: readonly PolicyResult[]): string {
   const rows = recoveryRows(policies);
   if (rows.length === 0) return "";
-  const head = RECOVERY_HEADER.map((h) => `<th>${escapeXml(h)}</th>`).join("");
-  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join("")}</tr>`).join("");
   const from = policies.find((p) => p.faultRecovery)!.faultRecovery!.from;
   return `<h2>Fault recovery</h2><p>Each policy also ran on the same requests without the faults. Hit rate over the requests from ${from} on (sent after the first fault struck), over the whole run, and the p99 TTFT of both runs.</p>`
-    + `<table data-table="recovery"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+    + plainTable("recovery", RECOVERY_HEADER, rows);
 }
 
 function setup(r: ReplayResults): string {
