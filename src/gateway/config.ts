@@ -69,6 +69,7 @@ export interface RouterOptions {
   closedLoop: boolean;
   decodeAware: boolean;
   hotPrefixSpread: boolean;
+  lifetimeBalance: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;
