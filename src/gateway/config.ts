@@ -69,7 +69,6 @@ export interface RouterOptions {
   closedLoop: boolean;
   decodeAware: boolean;
   hotPrefixSpread: boolean;
-  lifetimeBalance: boolean;
   staleBookingMs: number;
   planTtlMs: number;
   maxOpenPlans: number;

@@ -158,7 +158,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
     sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop, decodeAware: r.decodeAware,
-    hotPrefixSpread: r.hotPrefixSpread, lifetimeBalance: r.lifetimeBalance,
+    hotPrefixSpread: r.hotPrefixSpread,
     staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });
   const precise = Object.keys(config.tokenizers);

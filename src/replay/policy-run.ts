@@ -86,7 +86,7 @@ export function replayGatewayConfig(input: Pick<PolicyRunInput, "policy" | "flee
     totalKvBlocks: fleet.engine.numGpuBlocks, maxBatchedTokens: fleet.engine.maxNumBatchedTokens,
   }));
   c.router = { ...c.router, policy: wiring.routing, queueThreshold: null, seed: input.seed, closedLoop: wiring.closedLoop, decodeAware: wiring.closedLoop,
-    hotPrefixSpread: wiring.closedLoop, lifetimeBalance: wiring.closedLoop };
+    hotPrefixSpread: wiring.closedLoop };
   // The reference policies keep the reference's weight; kvgate's use kvgate's default.
   if (!wiring.closedLoop) Object.assign(c.router, { overlapWeight: REFERENCE_OVERLAP_WEIGHT, newPrefillFactor: 1, inflightCached: false });
   else if (input.kvTuning) Object.assign(c.router, input.kvTuning);

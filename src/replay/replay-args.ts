@@ -32,7 +32,6 @@ export const REPLAY_USAGE = `usage: kvgate replay [options]
   --new-prefill-factor A     the kv policies' weight of a block the prompt must prefill over one queued on the
                              worker (default: kvgate's); the dynamo policies keep the reference's 1
   --no-hot-prefix-spread     the kv policies score every worker for every prompt (ablation)
-  --no-lifetime-balance      the kv policies charge new prefill the same on every worker, whatever its cache keeps (ablation)
   --no-inflight-cached       kv_events counts only blocks the engines' events reported as cached (ablation)
   --no-closed-loop           the kv policies never act on reported hits (ablation: open loop, all else kvgate's)
   --seed N                   routing randomness seed, the same for every policy (default 42); also the workload's
@@ -65,7 +64,6 @@ export interface KvTuning {
   overlapWeight?: number;
   newPrefillFactor?: number;
   hotPrefixSpread?: boolean;
-  lifetimeBalance?: boolean;
   inflightCached?: boolean;
   closedLoop?: boolean;
 }
@@ -103,7 +101,7 @@ export interface ReplayConfig {
 const SPEC = {
   trace: "value", format: "value", slice: "value", limit: "value", requests: "value", "session-rate": "value", workers: "value",
   speedup: "value", "sim-speedup": "value", policies: "value", "num-gpu-blocks": "value", "block-size": "value",
-  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "new-prefill-factor": "value", "no-hot-prefix-spread": "bool", "no-lifetime-balance": "bool",
+  "max-num-batched-tokens": "value", "max-num-seqs": "value", "max-model-len": "value", model: "value", seed: "value", "overlap-weight": "value", "new-prefill-factor": "value", "no-hot-prefix-spread": "bool",
   "no-inflight-cached": "bool", "no-closed-loop": "bool", "no-fault-baseline": "bool",
   "sample-ms": "value", warmup: "value", faults: "value", out: "value", json: "value", html: "value", "no-progress": "bool", help: "bool",
   "decision-log": "value", "decision-log-tokens": "bool",
@@ -194,7 +192,6 @@ export function parseReplayArgs(args: readonly string[]): ReplayConfig {
       ...(f["overlap-weight"] !== undefined && { overlapWeight: num(f, "overlap-weight", 0, { min: 0 }) }),
       ...(f["new-prefill-factor"] !== undefined && { newPrefillFactor: num(f, "new-prefill-factor", 1, { min: 1 }) }),
       ...(f["no-hot-prefix-spread"] === true && { hotPrefixSpread: false }),
-      ...(f["no-lifetime-balance"] === true && { lifetimeBalance: false }),
       ...(f["no-inflight-cached"] === true && { inflightCached: false }),
       ...(f["no-closed-loop"] === true && { closedLoop: false }),
     },

@@ -18,8 +18,8 @@ export interface PolicyWiring {
   /** Apply the engines' KV events to the router's index. */
   applyEvents: boolean;
   /**
-   * kvgate's own additions to the reference router: closed loop, decode-aware load, hot-prefix spreading, lifetime
-   * balance (router config closedLoop, decodeAware, hotPrefixSpread, lifetimeBalance) and kvgate's overlap weight. Off reproduces the reference, which
+   * kvgate's own additions to the reference router: closed loop, decode-aware load, hot-prefix spreading (router
+   * config closedLoop, decodeAware, hotPrefixSpread) and kvgate's overlap weight. Off reproduces the reference, which
    * never checks its predictions, counts prompt blocks only, scores every worker for every prompt, with weight 1.
    */
   closedLoop: boolean;

@@ -187,11 +187,6 @@ export class ClosedLoop {
     return this.monitor.config.maxTtlMs;
   }
 
-  /** The cache size the loop learnt for an approximate (or blind) rank; undefined when it learns none. */
-  capacityBlocks(worker: string, dpRank: number): number | undefined {
-    return this.enabled ? this.capacity.blocksOf(rankMapKey(worker, dpRank)) : undefined;
-  }
-
   /** After a trap rebuilt the core, its slots have no capacities: set the learnt ones again. */
   #reapply(): void {
     if (this.index.generation === this.#generation) return;

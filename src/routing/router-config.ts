@@ -85,12 +85,6 @@ export interface RouterConfig {
    * instead of scoring every worker for it (see HotPrefixes). Off = the reference's choice among all candidates.
    */
   hotPrefixSpread: boolean;
-  /**
-   * Charge the blocks a prompt must prefill extra on a rank whose cache keeps blocks for much less time than the
-   * fleet's would pooled (a smaller cache, or more new content than its share; see CacheLifetimes), so sessions settle
-   * where they survive until their next turn. Off = the reference's cost.
-   */
-  lifetimeBalance: boolean;
   /** Seed of the default random source (ignored when one is injected). */
   seed: number;
 }
@@ -129,7 +123,6 @@ export const DEFAULT_CONFIG: RouterConfig = {
   closedLoop: true,
   decodeAware: true,
   hotPrefixSpread: true,
-  lifetimeBalance: true,
   seed: 0x6b76_6761,
 };
 

@@ -51,7 +51,6 @@ export class Router {
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
-      capacityBlocks: (rank) => this.#loop.capacityBlocks(rank.worker.id, rank.dpRank) ?? rank.worker.totalKvBlocks,
       onDecided: deps.decisions && ((r) => deps.decisions!.decided(r)),
     });
     this.#core.capture = captureFor(deps.decisions);
@@ -149,10 +148,7 @@ export class Router {
     if (!w) return 0;
     const freed = this.#core.deferDrain(() => this.#core.sequences.freeRanks(w.ranks, "worker_removed").length);
     // Peers' prompts on it stay booked until their replicas free them; their slots must not credit the next worker.
-    for (const r of w.ranks) {
-      this.#core.inflight.removeSlot(r.slot);
-      this.#core.lifetimes?.forget(r.slot);
-    }
+    for (const r of w.ranks) this.#core.inflight.removeSlot(r.slot);
     this.#core.drain();
     return freed;
   }

@@ -6,7 +6,6 @@ import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import { ActiveSequences, type Booking } from "./active-sequences.ts";
 import { InflightPrefixes } from "./inflight-prefixes.ts";
-import { CacheLifetimes } from "./cache-lifetimes.ts";
 import { HotPrefixes } from "./hot-prefixes.ts";
 import { AdmissionQueue, type QueueOutcome, type StepResult } from "./admission-queue.ts";
 import { rankBusy, saturated, withoutBusy } from "./busy-policy.ts";
@@ -66,8 +65,6 @@ export interface CoreHooks {
   approxTtlMs?(worker: string, dpRank: number): number;
   /** A booked decision, filled to `RoutingCore.capture`. */
   onDecided?(record: DecisionRecord): void;
-  /** The rank's cache size in blocks as the router knows it (learnt or declared); undefined when unknown. */
-  capacityBlocks?(rank: RankState): number | undefined;
 }
 
 export class RoutingCore {
@@ -82,8 +79,6 @@ export class RoutingCore {
   readonly outputs = new OutputLengthPredictor();
   /** Hot-prefix spreading's demand per prefix (config.hotPrefixSpread). */
   readonly hotPrefixes: HotPrefixes | undefined;
-  /** Each rank's cache lifetime against the fleet's (config.lifetimeBalance). */
-  readonly lifetimes: CacheLifetimes | undefined;
   /** What every booked selection copies for onDecided (none: nothing, the default). */
   capture: CaptureLevel = Capture.none;
   /** Per index slot, 1: record routed prompts there although the worker has KV events (the closed loop found it blind). */
@@ -104,8 +99,6 @@ export class RoutingCore {
     });
     this.selector = new Selector(index, rand, fine, config.policy, inflight);
     if (config.hotPrefixSpread) this.selector.spread = this.hotPrefixes = new HotPrefixes(now);
-    this.lifetimes = config.lifetimeBalance ? new CacheLifetimes(index.options.maxSlots) : undefined;
-    this.selector.lifetimePenalty = this.lifetimes?.penalty;
     this.queue = new AdmissionQueue(now, {
       policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,
     });
@@ -283,11 +276,6 @@ export class RoutingCore {
       outputBlocks,
     });
     if (sel.prefixKey >= 0) this.hotPrefixes?.observe(sel.prefixKey, sel.promptBlocks + outputBlocks);
-    if (this.lifetimes) {
-      const cap = this.hooks.capacityBlocks?.(rank) ?? 0;
-      if (cap !== this.lifetimes.capacityOf(rank.slot)) this.lifetimes.setCapacity(rank.slot, cap);
-      this.lifetimes.routed(rank.slot, sel.promptBlocks - sel.overlapBlocks);
-    }
     if (s) {
       this.sessions.acquireLease(s.id);
       if (p.bindAtBook) this.bindSession(s, rank);

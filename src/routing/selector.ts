@@ -122,11 +122,6 @@ export class Selector implements TieInputs {
 
   /** Hot-prefix spreading; unset = every candidate is scored (the reference behaviour). */
   spread: HotPrefixes | undefined;
-  /**
-   * Per index slot, the extra charge on each block a prompt must prefill there, as a share of its cost (see
-   * CacheLifetimes: ranks that forget fastest); unset = none (the reference behaviour).
-   */
-  lifetimePenalty: Float64Array | undefined;
 
   /**
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
@@ -191,7 +186,7 @@ export class Selector implements TieInputs {
     this.#queuedScale = 1 / alpha;
     this.#inflightCached = p.inflightCached === true;
     // The best overlap any candidate has in the index (the fill pass reads it; a pinned rank leaves the others).
-    let best = this.#fillColumns(ranks, n, gen, inflight, blockSize, isl);
+    let best = this.#fillColumns(ranks, n, gen, inflight, blockSize);
     if (p.pinned) for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
     const kernelDraw = this.rand();
     let chosen = run(n, isl, weight, p.temperature, kernelDraw);
@@ -217,7 +212,7 @@ export class Selector implements TieInputs {
           for (let j = 0; j < k; j++) sub[j] = ranks[idx[j]!]!;
           ranks = sub;
           n = k;
-          this.#fillColumns(ranks, n, gen, inflight, blockSize, isl);
+          this.#fillColumns(ranks, n, gen, inflight, blockSize);
           chosen = run(n, isl, weight, p.temperature, kernelDraw);
           if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
           if (p.willBook) this.spread.spreadDecisions++;
@@ -251,12 +246,12 @@ export class Selector implements TieInputs {
    * The core's cost kernel reads f64 columns of `stride` entries; filled straight from the rank loads. Returns the
    * largest index overlap among `ranks` (what the selection reports as the best available).
    */
-  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number, isl: number): number {
+  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number): number {
     const { f64, base, stride } = this.index.scoreColumns();
     const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
     const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
-    const queuedScale = this.#queuedScale, inflightCached = this.#inflightCached, keys = this.#rankKeys, penalty = this.lifetimePenalty;
+    const queuedScale = this.#queuedScale, inflightCached = this.#inflightCached, keys = this.#rankKeys;
     let best = 0;
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load, remote = load.remote;
@@ -269,10 +264,8 @@ export class Selector implements TieInputs {
       const shared = inflight !== undefined ? inflight.sharedOf(r.slot) : 0;
       // A KV-event rank's index learns a prompt's blocks only once its engine stored them; blocks an in-flight prompt
       // there is prefilling will be cached by the time this one runs (approximate ranks recorded them at routing).
-      const overlap = (f64[overlapCol + i] = inflightCached && r.worker.kvEvents && shared > cachedNow ? shared : cachedNow);
-      // The kernel adds the new prefill (isl − overlap) to this column; a lifetime penalty ρ makes it count 1 + ρ times.
-      const rho = penalty !== undefined ? penalty[r.slot]! : 0;
-      f64[prefillCol + i] = queuedPrefill(load) * queuedScale + (rho > 0 ? rho * Math.max(0, isl - overlap * blockSize) : 0);
+      f64[overlapCol + i] = inflightCached && r.worker.kvEvents && shared > cachedNow ? shared : cachedNow;
+      f64[prefillCol + i] = queuedPrefill(load) * queuedScale;
       const own = load.activeBlocks + load.outputBlocks + remote.blocks;
       f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
       f64[activeCol + i] = load.activeRequests > 0 || remote.requests > 0 ? shared : 0;
