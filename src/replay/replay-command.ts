@@ -118,7 +118,8 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
 function perWorkerText(results: readonly PolicyResult[]): string {
   const rows = results.filter((r) => r.perWorker.some((w) => w.predictedHitRate > 0));
   return rows.map((r) => `${r.policy} predicted/reported hit rate per worker: ` +
-    r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}`).join(", ") + "\n").join("");
+    r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}` +
+      (w.predictedRequests !== undefined ? ` (${w.predictedRequests} predicted, ${w.missedRequests} missed)` : "")).join(", ") + "\n").join("");
 }
 
 /** decisions.jsonl → decisions.<policy>.jsonl (or FILE.<policy> without an extension). */

@@ -118,22 +118,36 @@ export interface WorkerHits {
   requests: number;
   predictedHitRate: number;
   hitRate: number;
+  /** (Absent in results written before they were counted.) Requests the router expected some cached tokens for: the few that carry a worker's predicted hit rate. */
+  predictedRequests?: number;
+  /** Of those, requests whose engine reported under half of what was predicted (their blocks were gone by then). */
+  missedRequests?: number;
+  /** Predicted tokens the missed requests did not get, as a share of the worker's predicted tokens. */
+  missedShare?: number;
 }
 
 /** Per worker, over the successful requests that name it: predicted and reported cached tokens / prompt tokens. */
 export function hitsPerWorker(records: readonly CompletionRecord[], blockSize: number): WorkerHits[] {
-  const by = new Map<string, { requests: number; predicted: number; cached: number; prompt: number }>();
+  const by = new Map<string, { requests: number; predicted: number; cached: number; prompt: number; hopeful: number; missed: number; lost: number }>();
   for (const r of records) {
     if (r.error || r.worker === undefined) continue;
     let w = by.get(r.worker);
-    if (!w) by.set(r.worker, (w = { requests: 0, predicted: 0, cached: 0, prompt: 0 }));
+    if (!w) by.set(r.worker, (w = { requests: 0, predicted: 0, cached: 0, prompt: 0, hopeful: 0, missed: 0, lost: 0 }));
+    const cached = Math.min(r.promptTokens, r.cachedTokens ?? 0);
+    const predicted = Math.min(r.promptTokens, r.predictedTokens ?? (r.predictedBlocks ?? 0) * blockSize);
     w.requests++;
     w.prompt += r.promptTokens;
-    w.cached += Math.min(r.promptTokens, r.cachedTokens ?? 0);
-    w.predicted += Math.min(r.promptTokens, r.predictedTokens ?? (r.predictedBlocks ?? 0) * blockSize);
+    w.cached += cached;
+    w.predicted += predicted;
+    if (predicted > 0) w.hopeful++;
+    if (predicted > 0 && cached < predicted / 2) {
+      w.missed++;
+      w.lost += predicted - cached;
+    }
   }
   return [...by].sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true })).map(([worker, w]) => ({
     worker, requests: w.requests, predictedHitRate: w.prompt > 0 ? w.predicted / w.prompt : NaN, hitRate: w.prompt > 0 ? w.cached / w.prompt : NaN,
+    predictedRequests: w.hopeful, missedRequests: w.missed, missedShare: w.predicted > 0 ? w.lost / w.predicted : 0,
   }));
 }
 

@@ -6,7 +6,7 @@
 import type { ReplayPolicy } from "./replay-policies.ts";
 import type { PolicyResult, ReplayResults } from "./replay-results.ts";
 import { describeFaults } from "./replay-faults.ts";
-import { fmtPct, GATEWAY_HEADER, gatewayRows, RECOVERY_HEADER, recoveryRows, TABLE_HEADER, tableRows } from "./summary-table.ts";
+import { fmtPct, GATEWAY_HEADER, gatewayRows, PREDICTION_HEADER, predictionRows, RECOVERY_HEADER, recoveryRows, TABLE_HEADER, tableRows } from "./summary-table.ts";
 import { escapeXml, lineChart, type Series } from "./svg-plot.ts";
 
 export const POLICY_COLORS: Record<ReplayPolicy, string> = {
@@ -65,6 +65,12 @@ function recoveryTable(policies: readonly PolicyResult[]): string {
     + plainTable("recovery", RECOVERY_HEADER, rows);
 }
 
+function predictionTable(policies: readonly PolicyResult[]): string {
+  const rows = predictionRows(policies);
+  return rows.length === 0 ? "" : `<h2>Predicted against reported, per worker</h2><p>What the router expected cached when it chose each worker, what the engine then reported, and how many requests carry the prediction: when a few long prompts do, one whose blocks were evicted while it queued (reported under half of the prediction: missed) moves the worker's figure by tens of percent.</p>`
+    + plainTable("predictions", PREDICTION_HEADER, rows);
+}
+
 function setup(r: ReplayResults): string {
   const s = r.source, f = r.fleet;
   const slice = s.slice ? ` slice ${s.slice.start}:${s.slice.end ?? ""}${s.slice.limit !== null ? ` limit ${s.slice.limit}` : ""}` : "";
@@ -103,6 +109,7 @@ ${setup(r)}
 ${table(r.policies, r.ceiling.hitRate)}
 ${gatewayTable(r.policies)}
 ${recoveryTable(r.policies)}
+${predictionTable(r.policies)}
 <p>Hit rate = cached prompt tokens the engines reported (<code>usage.prompt_tokens_details.cached_tokens</code>) / prompt tokens. Of ceiling = the hit rate as a share of ${fmtPct(r.ceiling.hitRate)}, what one LRU cache of all ${r.ceiling.blocks.toLocaleString("en-US")} blocks would hit on the same requests (what a router should reach; LRU is not the best eviction, so good placement can beat it slightly)${r.cleanCeiling ? ` — the fleet as the faults left it; without them, ${r.cleanCeiling.blocks.toLocaleString("en-US")} blocks would hit ${fmtPct(r.cleanCeiling.hitRate)}` : ""}. Predicted hit = what the router expected when it chose. Ratios: round-robin's value / the policy's (higher is better).</p>
 <h2>Time to first token</h2>
 ${ttftChart(r.policies)}

@@ -93,3 +93,16 @@ fault recovery: each policy also ran without the faults; hit rate over requests 
 ${textTable(RECOVERY_HEADER, rows)}
 `;
 }
+
+export const PREDICTION_HEADER = ["policy", "worker", "requests", "predicted hit", "reported hit", "predicted to hit", "missed", "predicted tokens missed"];
+
+/**
+ * Per worker of the cache-aware policies: predicted against reported hit rate, and how many requests carry the
+ * prediction. A request counts as missed when its engine reported under half of what the router expected.
+ */
+export function predictionRows(policies: readonly PolicyResult[]): string[][] {
+  return policies.filter((p) => POLICY_WIRING[p.policy].routing === "kv" && p.perWorker.some((w) => w.predictedHitRate > 0)).flatMap((p) => p.perWorker.map((w) => [
+    p.policy, w.worker, String(w.requests), fmtPct(w.predictedHitRate), fmtPct(w.hitRate), String(w.predictedRequests ?? "-"),
+    String(w.missedRequests ?? "-"), w.missedShare === undefined ? "-" : fmtPct(w.missedShare),
+  ]));
+}

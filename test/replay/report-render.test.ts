@@ -46,6 +46,8 @@ describe.skipIf(!existsSync(CHROMIUM))("HTML report in headless Chromium", () =>
         expect(Math.min(...p.lines)).toBeGreaterThan(10);
       }
       expect(await page.$$eval("table[data-table=policies] tbody tr", (rows) => rows.length)).toBe(REPLAY_POLICIES.length);
+      // The four cache-aware policies, four workers each.
+      expect(await page.$$eval("table[data-table=predictions] tbody tr", (rows) => rows.length)).toBe(16);
       const shot = await page.screenshot({ path: join(dir, "report.png"), fullPage: true });
       expect([...shot.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
       expect(shot.length).toBeGreaterThan(50_000);

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { CompletionRecord } from "../../src/replay/completion-client.ts";
 import { metricValue } from "../../src/replay/load-sampler.ts";
 import { ProgressBar } from "../../src/replay/progress-bar.ts";
-import { predictedHitRate } from "../../src/replay/replay-results.ts";
+import { hitsPerWorker, predictedHitRate, type PolicyResult } from "../../src/replay/replay-results.ts";
 import { engineClock, runSchedule, type ScheduleClock } from "../../src/replay/schedule.ts";
 import { cdfPoints, distribution, hitRateOverTime, quantile, summarize } from "../../src/replay/stats.ts";
-import { fmtMs, textTable } from "../../src/replay/summary-table.ts";
+import { fmtMs, predictionRows, textTable } from "../../src/replay/summary-table.ts";
 
 /** Virtual time: sleeping moves the clock (optionally overshooting, like a late timer). */
 class FakeClock implements ScheduleClock {
@@ -106,6 +106,23 @@ describe("statistics", () => {
     expect(predictedHitRate([rec({ predictedBlocks: 3, promptBlocks: 6 }), rec({ predictedBlocks: 0, promptBlocks: 6 }), rec({})], 16)).toBe(0.24);
     expect(predictedHitRate([rec({ predictedBlocks: 9, promptBlocks: 6 })], 16)).toBe(1);
     expect(Number.isNaN(predictedHitRate([rec({})], 16))).toBe(true);
+  });
+
+  it("counts per worker the requests a prediction rests on and those whose engine reported under half of it", () => {
+    const w = (worker: string, predictedTokens: number, cachedTokens: number) => rec({ worker, predictedBlocks: predictedTokens / 16, predictedTokens, cachedTokens });
+    const hits = hitsPerWorker([
+      w("w0", 80, 80), w("w0", 80, 40), w("w0", 0, 16), w("w0", 64, 0),
+      w("w1", 0, 0), w("w1", 48, 32), rec({ worker: "w1", error: "HTTP 503" }),
+    ], 16);
+    expect(hits).toEqual([
+      { worker: "w0", requests: 4, predictedHitRate: 224 / 400, hitRate: 136 / 400, predictedRequests: 3, missedRequests: 1, missedShare: 64 / 224 },
+      { worker: "w1", requests: 2, predictedHitRate: 48 / 200, hitRate: 32 / 200, predictedRequests: 1, missedRequests: 0, missedShare: 0 },
+    ]);
+    const rows = predictionRows([{ policy: "kv_events", perWorker: hits } as PolicyResult, { policy: "round_robin", perWorker: [] } as unknown as PolicyResult]);
+    expect(rows).toEqual([
+      ["kv_events", "w0", "4", "56.0%", "34.0%", "3", "1", "28.6%"],
+      ["kv_events", "w1", "2", "24.0%", "16.0%", "1", "0", "0.0%"],
+    ]);
   });
 });
 
