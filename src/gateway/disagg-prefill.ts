@@ -28,6 +28,8 @@ export async function routePrefill(gw: GatewayState, ex: Exchange, tokens: Uint3
     const out = await gw.router.route({
       requestId: `${ex.requestId}/prefill-${(legSeq++).toString(36)}`, tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, phase: "prefill", signal,
       exclude: excludedOf(ex), overrides: ex.ext.overrides, priority: ex.ext.priority, target,
+      // The prefill leg produces one token: its booking expects no decode blocks from the client's max_tokens.
+      maxTokens: 1,
     });
     if (out.kind === "queue_rejected") return { kind: "unavailable", reason: "prefill_busy", error: queueRejectedError(out.rejection) };
     if (out.kind !== "routed") throw new KvgateError("KVGATE_ERR_STATE", "routing answered a query for a prefill");

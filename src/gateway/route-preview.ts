@@ -59,7 +59,7 @@ async function commit(gw: GatewayState, ex: Exchange): Promise<{ body: Record<st
   }
   const out = await gw.router.commit({
     requestId: ex.requestId, tokens: ex.tokens, model: ex.model, lora: ex.adapter, namespace: ex.namespace, sessionId: ex.sessionId, signal: ex.signal, exclude: ex.ext.exclude,
-    overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target, explain: ex.explain || undefined,
+    overrides: ex.ext.overrides, priority: ex.ext.priority, target: ex.ext.target, explain: ex.explain || undefined, maxTokens: ex.maxTokens,
   }, newPlanId());
   if (out.kind === "queue_rejected") throw queueRejectedError(out.rejection);
   // One prediction per booked request, as kvgate's own dispatch records it.

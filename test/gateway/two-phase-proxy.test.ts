@@ -114,8 +114,12 @@ function scriptWorkers(fleet: FakeFleet): (id: string) => void {
   };
 }
 
-/** The script's load was laid out for the reference weight, under which held load can outweigh a cached prefix. */
-const REFERENCE_WEIGHT = ["--overlap-weight", "1", "--new-prefill-factor", "1"];
+/**
+ * The script's load was laid out for the reference overlap weight, under which held load can outweigh a cached prefix
+ * (kvgate's default new-prefill factor stays: with it, a commit that ignored the request's max_tokens booked other
+ * decode blocks than dispatch did, and a3 went elsewhere).
+ */
+const REFERENCE_WEIGHT = ["--overlap-weight", "1"];
 
 function loadLine(g: Gateway): string {
   return g.gw.state.router.snapshot().ranks.map((r) => `${r.worker}:${r.activeRequests}/${r.activePrefillTokens}/${r.activeBlocks}`).join(" ");
