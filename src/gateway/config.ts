@@ -24,6 +24,8 @@ export interface WorkerConfig {
   role?: WorkerRole;
   /** Absent: decided by the gateway's kvEvents setting. */
   kvEvents?: boolean;
+  /** The engine runs EAGLE speculative decoding (its block hashes cover one token of the next block). */
+  eagle?: boolean;
   totalKvBlocks?: number;
   maxBatchedTokens?: number;
   /** The engine's KV-event PUB socket for dp rank 0 (vLLM `endpoint`, e.g. tcp://10.0.0.5:5557): kvgate subscribes itself. */
@@ -168,7 +170,7 @@ const WORKER_KEYS: Record<string, keyof WorkerConfig> = {
   url: "url", id: "id", models: "models", model: "models", block_size: "blockSize", dp_start: "dpStart", dp_size: "dpSize",
   role: "role", kv_events: "kvEvents", total_kv_blocks: "totalKvBlocks", max_batched_tokens: "maxBatchedTokens",
   zmq_endpoint: "zmqEndpoint", replay_endpoint: "replayEndpoint", kv_topic: "kvTopic",
-  bootstrap_port: "bootstrapPort", adapters: "adapters", lora: "adapters", lora_on_demand: "loadsAdapters",
+  bootstrap_port: "bootstrapPort", adapters: "adapters", lora: "adapters", lora_on_demand: "loadsAdapters", eagle: "eagle",
 };
 
 function snake(k: string): string {
@@ -227,6 +229,9 @@ export function parseWorker(raw: unknown): WorkerConfig {
         break;
       case "loadsAdapters":
         w.loadsAdapters = boolOf(v, "lora_on_demand");
+        break;
+      case "eagle":
+        w.eagle = boolOf(v, "eagle");
         break;
       case "kvEvents":
         // "zmq": kvgate subscribes to the engine (needs zmq_endpoint); "http": the engine or a bridge pushes.

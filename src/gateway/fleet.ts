@@ -104,7 +104,7 @@ export class Fleet {
     const kvEvents = cfg.kvEvents ?? (this.opts.kvEvents === "auto" ? models.every(this.opts.precise) : this.opts.kvEvents === "on");
     const entry = this.router.addWorker({
       id, endpoint: cfg.url, models, adapters: served.adapters.map(([n]) => n), loadsAdapters: cfg.loadsAdapters, role: cfg.role ?? "aggregated", blockSize: cfg.blockSize ?? this.opts.blockSize, dpStart: cfg.dpStart ?? 0,
-      dpSize: cfg.dpSize ?? 1, kvEvents, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
+      dpSize: cfg.dpSize ?? 1, kvEvents, eagle: cfg.eagle, totalKvBlocks: cfg.totalKvBlocks, maxBatchedTokens: cfg.maxBatchedTokens,
     });
     const w = new FleetWorker(entry, cfg.zmqEndpoint ? { endpoint: cfg.zmqEndpoint, replayEndpoint: cfg.replayEndpoint, topic: cfg.kvTopic } : undefined,
       cfg.bootstrapPort);

@@ -4,7 +4,7 @@
  *
  *   GET    /admin/workers              the fleet with each rank's live load
  *   POST   /admin/workers              {url, id?, models?, block_size?, dp_size?, dp_start?, role?, kv_events?,
- *                                       total_kv_blocks?, max_batched_tokens?, bootstrap_port?} → 201
+ *                                       total_kv_blocks?, max_batched_tokens?, bootstrap_port?, eagle?} → 201
  *   PATCH  /admin/workers/:id          {health: "healthy" | "draining" | "unhealthy"}
  *   POST   /admin/workers/:id/drain    no new requests; in-flight ones finish
  *   DELETE /admin/workers/:id          forget it (its bookings are freed, its cache entries dropped)
@@ -30,7 +30,7 @@ function workerJson(gw: GatewayState, w: FleetWorker): Record<string, unknown> {
   const ranks = gw.router.snapshot().ranks.filter((r) => r.worker === w.id);
   return {
     id: w.id, url: w.url, models: w.models, adapters: w.adapters, lora_on_demand: w.entry.loadsAdapters, role: w.role, block_size: w.blockSize, dp_start: w.dpStart, dp_size: w.dpSize,
-    kv_events: w.kvEvents, total_kv_blocks: w.totalKvBlocks ?? null, max_batched_tokens: w.maxBatchedTokens ?? null,
+    kv_events: w.kvEvents, eagle: w.entry.eagle, total_kv_blocks: w.totalKvBlocks ?? null, max_batched_tokens: w.maxBatchedTokens ?? null,
     bootstrap_port: w.bootstrapPort ?? null,
     health: ranks[0]?.health ?? "unknown", unreachable: gw.health.isDown(w.id), circuit: gw.health.circuitState(w.id) ?? null,
     engine_metrics_stale: gw.engineMetrics.isStale(w.id),

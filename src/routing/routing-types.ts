@@ -33,6 +33,12 @@ export interface WorkerSpec {
   maxBatchedTokens?: number;
   /** False when the worker publishes no KV events: the router records its own decisions (approximate mode). Default true. */
   kvEvents?: boolean;
+  /**
+   * The engine runs EAGLE speculative decoding: each of its block hashes covers the block and the next block's first
+   * token (its KV events carry token bigrams), so prompts routed to it are hashed the same way. Default false; every
+   * worker of a model must agree.
+   */
+  eagle?: boolean;
   /** Initial health. Default "healthy". */
   health?: WorkerHealth;
 }

@@ -152,7 +152,7 @@ export class Selector implements TieInputs {
     let n = ranks.length;
     if (n === 0) throw new KvgateError("KVGATE_ERR_STATE", "select() called without candidates");
     if (n > this.index.options.maxSlots) throw new KvgateError("KVGATE_ERR_STATE", "more candidates than index slots");
-    const blockSize = ranks[0]!.worker.blockSize;
+    const blockSize = ranks[0]!.worker.blockSize, eagle = req.eagle ?? ranks[0]!.worker.eagle;
     // Whether in-flight prompts can matter. A booking selection always asks the in-flight index (empty when nothing is
     // in flight, so the answer is the same); a query-only one reads the prompt's keys only when something is active.
     let anyActive = p.willBook;
@@ -161,7 +161,7 @@ export class Selector implements TieInputs {
       if (load.activeRequests > 0 || load.remote.requests > 0) anyActive = true;
     }
     const t0 = this.fine();
-    const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, req.eagle));
+    const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, eagle));
     const promptBlocks = this.index.lastBlocks;
     const t1 = this.fine();
     const gen = this.#nextGeneration();
@@ -255,8 +255,8 @@ export class Selector implements TieInputs {
     let best = 0;
     for (let i = 0; i < n; i++) {
       const r = ranks[i]!, load = r.load, remote = load.remote;
-      if (r.worker.blockSize !== blockSize) {
-        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates use different block sizes; name the model in the request");
+      if (r.worker.blockSize !== blockSize || r.worker.eagle !== ranks[0]!.worker.eagle) {
+        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates hash blocks differently (block size or EAGLE); name the model in the request");
       }
       keys[i] = r.key;
       const cachedNow = this.#overlapOf(r, gen);
@@ -345,7 +345,7 @@ export class Selector implements TieInputs {
     if (this.#tie) inputs.tie = this.#tie;
     if (req.lora !== undefined) inputs.lora = req.lora;
     if (req.namespace !== undefined) inputs.namespace = req.namespace;
-    if (req.eagle) inputs.eagle = true;
+    if (req.eagle ?? this.#ranks[0]?.worker.eagle) inputs.eagle = true;
     if (p.capture === Capture.inputsWithTokens) inputs.tokens = req.tokens instanceof Uint32Array ? req.tokens.slice() : Uint32Array.from(req.tokens);
     return { candidates, chosen, inputs };
   }

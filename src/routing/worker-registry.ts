@@ -18,6 +18,8 @@ export interface WorkerEntry {
   readonly totalKvBlocks?: number;
   readonly maxBatchedTokens?: number;
   readonly kvEvents: boolean;
+  /** Its block hashes use EAGLE windows (WorkerSpec.eagle). */
+  readonly eagle: boolean;
   health: WorkerHealth;
   /** The KV-event view of this worker lost events it could not recover: score it as caching nothing until rebuilt. */
   cacheCold?: boolean;
@@ -81,13 +83,16 @@ export class WorkerRegistry {
       if (other && other.blockSize !== spec.blockSize) {
         bad(`worker ${spec.id} uses block size ${spec.blockSize} but ${other.id} serves ${model} with ${other.blockSize}`);
       }
+      if (other && other.eagle !== (spec.eagle === true)) {
+        bad(`worker ${spec.id} ${spec.eagle === true ? "runs" : "does not run"} EAGLE but ${other.id}, serving ${model}, ${other.eagle ? "does" : "does not"}: their block hashes differ`);
+      }
     }
     const ranks: RankState[] = [];
     const entry: WorkerEntry = {
       id: spec.id, endpoint: spec.endpoint, models: [...spec.models], adapters: [...(spec.adapters ?? [])],
       loadsAdapters: spec.loadsAdapters === true, role, blockSize: spec.blockSize,
       totalKvBlocks: spec.totalKvBlocks, maxBatchedTokens: spec.maxBatchedTokens, kvEvents: spec.kvEvents ?? true,
-      health, cacheCold: false, ranks, registered: true,
+      eagle: spec.eagle === true, health, cacheCold: false, ranks, registered: true,
     };
     try {
       for (let r = dpStart; r < dpStart + dpSize; r++) {

@@ -41,7 +41,7 @@ describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker
     const index = await smallIndex();
     const tokens = prompt(1, 160, 1);
     const entry = (id: string): WorkerEntry => ({
-      id, endpoint: id, models: ["m"], adapters: [], loadsAdapters: false, role: "aggregated", blockSize: BS, kvEvents: true, health: "healthy", ranks: [], registered: true,
+      id, endpoint: id, models: ["m"], adapters: [], loadsAdapters: false, role: "aggregated", blockSize: BS, kvEvents: true, eagle: false, health: "healthy", ranks: [], registered: true,
     });
     const inflight = new FixedInflight();
     const ranks: RankState[] = [["w1", 2, 0], ["w2", 5, 5], ["w3", 8, 1]].map(([id, cached, activeOverlap]) => {
