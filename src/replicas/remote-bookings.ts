@@ -12,6 +12,8 @@ interface RemoteBooking {
   dpRank: number;
   prefillTokens: number;
   blocks: number;
+  /** Decode blocks the booking expects to grow by: counted in the remote sum whether or not its prompt joined. */
+  outputBlocks?: number;
   /** The prompt's sequence hashes, when the peer shared them. */
   keys?: Uint32Array;
   /** The keys are among the rank's in-flight prompts (so `blocks` is not in the remote sum). */
@@ -77,7 +79,7 @@ export class RemoteBookings {
   prefillDone(peer: string, id: number): boolean {
     const b = this.#peers.get(peer)?.bookings.get(id);
     if (!b || b.prefillTokens === 0) return false;
-    this.#add({ ...b, blocks: 0 }, 0, -b.prefillTokens);
+    this.#add({ ...b, blocks: 0, outputBlocks: 0 }, 0, -b.prefillTokens);
     b.prefillTokens = 0;
     return true;
   }
@@ -100,9 +102,9 @@ export class RemoteBookings {
     const keep = new Set(list.map((t) => t[0]));
     // Freed first, so bookings the heartbeat adds are not refused by the cap for ones it no longer lists.
     for (const id of [...p.bookings.keys()]) if (!keep.has(id)) this.free(peer, id);
-    for (const [id, worker, dpRank, prefillTokens, blocks] of list) {
+    for (const [id, worker, dpRank, prefillTokens, blocks, outputBlocks] of list) {
       const known = p.bookings.get(id);
-      if (!known) this.book(peer, id, { worker, dpRank, prefillTokens, blocks }, now);
+      if (!known) this.book(peer, id, { worker, dpRank, prefillTokens, blocks, outputBlocks }, now);
       else if (known.prefillTokens > 0 && prefillTokens === 0) this.prefillDone(peer, id);
     }
   }
@@ -125,7 +127,7 @@ export class RemoteBookings {
     if (!t) this.#totals.set(k, (t = { worker: b.worker, dpRank: b.dpRank, requests: 0, prefillTokens: 0, blocks: 0 }));
     t.requests += sign;
     t.prefillTokens += prefill;
-    if (!b.joined) t.blocks += sign * b.blocks;
+    t.blocks += sign * ((b.joined ? 0 : b.blocks) + (b.outputBlocks ?? 0));
     this.apply(t.worker, t.dpRank, { requests: t.requests, prefillTokens: t.prefillTokens, blocks: t.blocks });
     if (t.requests === 0) this.#totals.delete(k);
   }

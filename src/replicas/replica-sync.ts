@@ -49,6 +49,7 @@ interface OwnBooking {
   dpRank: number;
   prefillTokens: number;
   blocks: number;
+  outputBlocks: number;
 }
 
 export class ReplicaSync {
@@ -116,12 +117,15 @@ export class ReplicaSync {
 
   // ---- this replica's state, published ---------------------------------------------------------------------
 
-  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string; keys?: Uint32Array }): void {
+  booked(b: { bookingId: number; worker: string; dpRank: number; prefillTokens: number; blocks: number; outputBlocks?: number; sessionId?: string; keys?: Uint32Array }): void {
     this.state?.booked(b);
-    if (this.#own.size < this.#o.maxBookingsPerPeer) this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks });
+    const o = b.outputBlocks ?? 0;
+    if (this.#own.size < this.#o.maxBookingsPerPeer) {
+      this.#own.set(b.bookingId, { worker: b.worker, dpRank: b.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks, outputBlocks: o });
+    }
     // The hashes let peers count shared prefixes once (remote-bookings.ts); a huge prompt goes as a plain count.
     const h = b.keys && b.blocks > 0 && b.blocks <= MAX_SHARED_BLOCKS ? encodeHashes(b.keys, b.blocks) : undefined;
-    this.#queue({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks, ...(h ? { h } : {}) });
+    this.#queue({ k: "book", r: this.#o.replicaId, id: b.bookingId, w: b.worker, dp: b.dpRank, p: b.prefillTokens, b: b.blocks, ...(o > 0 ? { o } : {}), ...(h ? { h } : {}) });
   }
 
   prefillDone(b: { bookingId: number }): void {
@@ -188,7 +192,7 @@ export class ReplicaSync {
     this.#flush();
     this.#lastBeat = now;
     const list: BookingTuple[] = [];
-    for (const [id, b] of this.#own) list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks]);
+    for (const [id, b] of this.#own) list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks, b.outputBlocks]);
     this.#sendBooking({ k: "hb", r: this.#o.replicaId, list }, "heartbeat");
   }
 
@@ -270,7 +274,7 @@ export class ReplicaSync {
       this.#applied.inc({ kind: "invalid" });
       return;
     }
-    const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b, keys }, now)
+    const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b, outputBlocks: msg.o ?? 0, keys }, now)
       : msg.k === "prefill" ? (rb.heard(msg.r, now), rb.prefillDone(msg.r, msg.id))
       : msg.k === "free" ? (rb.heard(msg.r, now), rb.free(msg.r, msg.id))
       : (rb.replace(msg.r, msg.list, now), true);

@@ -25,12 +25,18 @@ export function validReplicaId(id: string): boolean {
   return /^[A-Za-z0-9_-]{1,64}$/.test(id);
 }
 
-/** A live booking as a heartbeat lists it: [booking id, worker, rank, prefill tokens still pending, blocks]. */
-export type BookingTuple = [number, string, number, number, number];
+/**
+ * A live booking as a heartbeat lists it: [booking id, worker, rank, prefill tokens still pending, blocks, expected
+ * output blocks]; a replica from before output blocks were shared sends five fields.
+ */
+export type BookingTuple = [number, string, number, number, number, number?];
 
 export type BookingMessage =
-  /** `h`: the prompt's `b` sequence hashes, base64 of little-endian (lo, hi) u32 pairs; absent when not shared. */
-  | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number; h?: string }
+  /**
+   * `h`: the prompt's `b` sequence hashes, base64 of little-endian (lo, hi) u32 pairs; absent when not shared. `o`: the
+   * decode blocks the booking expects to grow by (absent: none, or a replica from before they were shared).
+   */
+  | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number; o?: number; h?: string }
   | { k: "prefill"; r: string; id: number }
   | { k: "free"; r: string; id: number }
   | { k: "hb"; r: string; list: BookingTuple[] }
@@ -55,7 +61,8 @@ function bad(what: string): never {
 }
 
 function tuple(t: unknown): BookingTuple {
-  if (!Array.isArray(t) || t.length !== 5 || !isCount(t[0]) || !isName(t[1]) || !isCount(t[2]) || !isCount(t[3]) || !isCount(t[4])) bad("bad booking in a heartbeat");
+  if (!Array.isArray(t) || (t.length !== 5 && t.length !== 6) || !isCount(t[0]) || !isName(t[1]) || !isCount(t[2]) || !isCount(t[3]) || !isCount(t[4]) ||
+    (t.length === 6 && !isCount(t[5]))) bad("bad booking in a heartbeat");
   return t as BookingTuple;
 }
 
@@ -75,10 +82,11 @@ function decodeObject(m: Record<string, unknown>, outer: boolean): BookingMessag
   const r = m.r;
   switch (m.k) {
     case "book":
-      if (!isCount(m.id) || !isName(m.w) || !isCount(m.dp) || !isCount(m.p) || !isCount(m.b)) bad("bad book");
+      if (!isCount(m.id) || !isName(m.w) || !isCount(m.dp) || !isCount(m.p) || !isCount(m.b) || (m.o !== undefined && !isCount(m.o))) bad("bad book");
       // Base64 of b pairs of u32 is ceil(8b / 3) × 4 characters; anything else is not this booking's hashes.
       if (m.h !== undefined && (typeof m.h !== "string" || m.h.length !== 4 * Math.ceil((8 * (m.b as number)) / 3) || !/^[A-Za-z0-9+/]*={0,2}$/.test(m.h))) bad("bad hashes");
-      return { k: "book", r, id: m.id as number, w: m.w as string, dp: m.dp as number, p: m.p as number, b: m.b as number, ...(m.h !== undefined ? { h: m.h as string } : {}) };
+      return { k: "book", r, id: m.id as number, w: m.w as string, dp: m.dp as number, p: m.p as number, b: m.b as number,
+        ...(m.o !== undefined ? { o: m.o as number } : {}), ...(m.h !== undefined ? { h: m.h as string } : {}) };
     case "prefill":
     case "free":
       if (!isCount(m.id)) bad(`bad ${m.k}`);

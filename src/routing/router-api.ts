@@ -25,7 +25,8 @@ export interface FreedInfo {
 export interface RouterObserver {
   routed?(signals: RouteSignals): void;
   /** `keys`: the prompt's sequence hashes as (lo, hi) u32 pairs, `blocks` of them, valid only during the call. */
-  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; sessionId?: string; keys?: Uint32Array }): void;
+  /** `outputBlocks`: the decode blocks the booking expects to grow by (decode-aware load), beside its prompt's `blocks`. */
+  booked?(info: { bookingId: number; requestId: string; worker: string; dpRank: number; prefillTokens: number; blocks: number; outputBlocks: number; sessionId?: string; keys?: Uint32Array }): void;
   /** The booking's first token: its prefill stopped loading the worker. */
   prefillDone?(info: { bookingId: number; worker: string; dpRank: number }): void;
   freed?(info: FreedInfo): void;

@@ -47,7 +47,7 @@ export class Router {
       onRouted: (s) => this.#observer?.routed?.(s),
       onBooked: (b) => this.#observer?.booked?.({
         bookingId: b.id, requestId: b.requestId, worker: b.rank.worker.id, dpRank: b.rank.dpRank, prefillTokens: b.prefillTokens, blocks: b.blocks,
-        sessionId: b.sessionId, keys: b.keys,
+        outputBlocks: b.outputBlocks, sessionId: b.sessionId, keys: b.keys,
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),

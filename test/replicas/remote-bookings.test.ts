@@ -54,6 +54,29 @@ describe("remote bookings", () => {
     expect(loads.get("w2/1")).toEqual({ requests: 1, prefillTokens: 0, blocks: 4 });
   });
 
+  it("should count a booking's expected output blocks in the rank's remote blocks, from a message or a heartbeat", () => {
+    const { rb, loads } = table();
+    rb.book("a", 1, { worker: "w1", dpRank: 0, prefillTokens: 100, blocks: 6, outputBlocks: 4 }, 0);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 100, blocks: 10 });
+    // The first token ends the prefill, not the decode the booking expects.
+    rb.prefillDone("a", 1);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 10 });
+    rb.replace("a", [[1, "w1", 0, 0, 6, 4], [2, "w1", 0, 30, 2, 5], [3, "w1", 0, 0, 1]], 10);
+    expect(loads.get("w1/0")).toEqual({ requests: 3, prefillTokens: 30, blocks: 18 });
+    rb.free("a", 1);
+    rb.free("a", 2);
+    expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 1 });
+    // A prompt that joined the rank's in-flight prompts leaves its blocks there, but its output blocks are its own.
+    const prompts = new ActivePrompts(true);
+    const joined = new RemoteBookings((w, dp, l) => loads.set(`${w}/${dp}`, l), 4, 256, (_w, _dp, k, n, add) => (add ? prompts.add(k, n) : prompts.remove(k, n), true));
+    joined.book("b", 1, { worker: "w2", dpRank: 0, prefillTokens: 0, blocks: 8, outputBlocks: 3, keys: keys(8, 8, 1) }, 0);
+    expect(loads.get("w2/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 3 });
+    const m = { k: "book", r: "r1", id: 7, w: "w", dp: 0, p: 12, b: 3, o: 2 } as const;
+    expect(decodeBooking(encodeBooking(m))).toEqual(m);
+    expect(() => decodeBooking(encodeBooking({ ...m, o: -1 }))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
+    expect(decodeBooking(encodeBooking({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] }))).toEqual({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] });
+  });
+
   it("should round-trip booking messages and refuse malformed ones with a typed error", () => {
     const m = { k: "book", r: "r1", id: 7, w: "10.0.0.5:8000", dp: 0, p: 12, b: 3 } as const;
     expect(decodeBooking(encodeBooking(m))).toEqual(m);
