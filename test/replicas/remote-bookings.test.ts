@@ -67,7 +67,7 @@ describe("remote bookings", () => {
     rb.free("a", 2);
     expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 1 });
     // A prompt that joined the rank's in-flight prompts leaves its blocks there, but its output blocks are its own.
-    const prompts = new ActivePrompts(true);
+    const prompts = new ActivePrompts();
     const joined = new RemoteBookings((w, dp, l) => loads.set(`${w}/${dp}`, l), 4, 256, (_w, _dp, k, n, add) => (add ? prompts.add(k, n) : prompts.remove(k, n), true));
     joined.book("b", 1, { worker: "w2", dpRank: 0, prefillTokens: 0, blocks: 8, outputBlocks: 3, keys: keys(8, 8, 1) }, 0);
     expect(loads.get("w2/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 3 });
