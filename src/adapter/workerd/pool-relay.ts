@@ -98,7 +98,8 @@ export function relayStream(attempt: Attempt, client: AbortSignal, stripUsage: b
           if (info.usageOnly && stripUsage) continue;
           if (info.output && !firstToken) {
             firstToken = true;
-            report("first_token");
+            // A plan whose lease ran out was cancelled by another request: nothing more is reported on it.
+            if (!ended) report("first_token");
           }
         }
         if (info.kind === "done") end("complete", usage && typeof usage === "object" ? { usage } : {});

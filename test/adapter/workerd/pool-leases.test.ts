@@ -77,6 +77,23 @@ describe("pool stream leases", () => {
     expect(streamer.paths).toEqual(["/v1/route/kvp-1/first_token"]);
   });
 
+  it("should report nothing on a plan whose lease ran out before its first token, when the client reads after all", async () => {
+    let t = 0;
+    const leases = new PoolLeases(10_000, 120_000, () => t);
+    const { streamer, e, reader } = relayed(leases, "kvp-9");
+    const sweeper = pool();
+    t = 10_000;
+    expect(leases.sweep(sweeper.client, sweeper.ctx)).toBe(1);
+    await sweeper.settled();
+    expect(sweeper.paths).toEqual(["/v1/route/kvp-9/cancel"]);
+    e.push(chunk("a") + "data: [DONE]\n\n");
+    e.end();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('"a"');
+    expect((await reader.read()).done).toBe(true);
+    await flush();
+    expect(streamer.paths).toEqual([]);
+  });
+
   it("should keep the plan of a stream whose pull waits on the engine, and close the lease when the stream completes", async () => {
     let t = 0;
     const leases = new PoolLeases(10_000, 120_000, () => t);
