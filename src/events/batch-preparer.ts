@@ -71,6 +71,8 @@ export class BatchPreparer {
   /** The last batch the core decoded and still holds (null: the builder holds the prepared records). */
   #core: { batch: CoreDecodedBatch; slot: number; payload: Uint8Array } | null = null;
   readonly stats: DecoderStats = { core: 0, host: 0 };
+  /** Stored events whose tokens came as EAGLE bigrams (the engine runs EAGLE speculative decoding). */
+  eagleEvents = 0;
   /** What went wrong applying the last `prepareApply` batch (undefined: nothing). */
   applyError: unknown = undefined;
   /** The batch `prepareApply` returns for core-decoded payloads (reused). */
@@ -282,6 +284,7 @@ export class BatchPreparer {
     d.storedEvents++;
     d.blocksStored += n;
     if (n === 0) return;
+    if (e.eagle) this.eagleEvents++;
     if (e.eagle || e.cacheSalt !== null) {
       this.#storedHashed(e, n, bs, lora);
       return;

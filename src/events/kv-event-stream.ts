@@ -56,6 +56,11 @@ export class KvEventStream {
     return this.#prep.stats;
   }
 
+  /** Stored events that came with EAGLE token bigrams: the engine runs EAGLE (its worker should say eagle=true). */
+  get eagleEvents(): number {
+    return this.#prep.eagleEvents;
+  }
+
   get phase(): StreamPhase {
     if (this.#closed) return "closed";
     if (this.#replay) return "replaying";

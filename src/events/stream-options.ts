@@ -29,7 +29,7 @@ export interface KvEventStreamOptions extends IngestPolicyOptions {
   /** Told about state changes (cold, rebuilt, restart, replay failures) for logging. */
   onNotice?: (notice: StreamNotice) => void;
   /** Sees every batch handed to the stream (before ordering and dedupe), e.g. to share it with router replicas; must not keep `payload`. */
-  onReceived?: (stream: { readonly worker: string; readonly dpRank: number }, seq: number, payload: Uint8Array) => void;
+  onReceived?: (stream: { readonly worker: string; readonly dpRank: number; readonly eagleEvents: number }, seq: number, payload: Uint8Array) => void;
 }
 
 export interface StreamNotice {

@@ -76,6 +76,8 @@ export class KvIngest {
   #transport: Promise<KvEventTransport> | undefined;
   #started: KvEventTransport | undefined;
   readonly #zmqWorkers = new Set<string>();
+  /** Workers already warned that their events are EAGLE but their configuration is not. */
+  readonly #eagleWarned = new Set<string>();
   /** Told of every batch an engine stream receives from this replica's own transports (not from peers): replica sharing. */
   share: ((worker: string, dpRank: number, seq: number, payload: Uint8Array) => void) | undefined;
   #fromPeer = false;
@@ -198,6 +200,7 @@ export class KvIngest {
 
   /** Closes a removed worker's streams and sockets (the router already dropped its entries); a re-added worker starts over. */
   forget(worker: string): void {
+    this.#eagleWarned.delete(worker);
     for (const k of this.#posts.keys()) if (k.endsWith(`\u0000${worker}`)) this.#posts.delete(k);
     if (this.#zmqWorkers.delete(worker) && this.#transport) {
       void this.#transport.then((t) => t.detach(worker, { keepEntries: true })).catch((e: unknown) => this.log(`closing the ZeroMQ sockets of ${worker}: ${String(e)}`));
@@ -249,6 +252,11 @@ export class KvIngest {
       onNotice: (n) => this.#notice(n),
       onReceived: (s, seq, payload) => {
         this.opts.onEvents?.(s.worker, s.dpRank);
+        if (s.eagleEvents > 0 && !w.entry.eagle && !this.#eagleWarned.has(w.id)) {
+          this.#eagleWarned.add(w.id);
+          this.log(`KV events of ${w.id} carry EAGLE token pairs, but the worker is not configured eagle=true: its prompts are hashed ` +
+            `without EAGLE windows and will never match what it caches; add eagle=true to the worker (and to every worker of its models)`);
+        }
         if (!this.#fromPeer) this.share?.(s.worker, s.dpRank, seq, payload);
       },
     };
