@@ -95,16 +95,20 @@ export class RemoteBookings {
     return true;
   }
 
-  /** A heartbeat's full list replaces what was known of the peer (heals messages lost while NATS was down). */
-  replace(peer: string, list: readonly BookingTuple[], now: number): void {
+  /**
+   * A heartbeat's full list replaces what was known of the peer (heals messages lost while NATS was down);
+   * `outputBlocks[i]` belongs to `list[i]` (absent: none).
+   */
+  replace(peer: string, list: readonly BookingTuple[], now: number, outputBlocks?: readonly number[]): void {
     if (!this.heard(peer, now)) return;
     const p = this.#peers.get(peer)!;
     const keep = new Set(list.map((t) => t[0]));
     // Freed first, so bookings the heartbeat adds are not refused by the cap for ones it no longer lists.
     for (const id of [...p.bookings.keys()]) if (!keep.has(id)) this.free(peer, id);
-    for (const [id, worker, dpRank, prefillTokens, blocks, outputBlocks] of list) {
+    for (let i = 0; i < list.length; i++) {
+      const [id, worker, dpRank, prefillTokens, blocks] = list[i]!;
       const known = p.bookings.get(id);
-      if (!known) this.book(peer, id, { worker, dpRank, prefillTokens, blocks, outputBlocks }, now);
+      if (!known) this.book(peer, id, { worker, dpRank, prefillTokens, blocks, outputBlocks: outputBlocks?.[i] ?? 0 }, now);
       else if (known.prefillTokens > 0 && prefillTokens === 0) this.prefillDone(peer, id);
     }
   }

@@ -191,9 +191,12 @@ export class ReplicaSync {
     // What the heartbeat lists must not overtake the changes still waiting, or a peer would undo them.
     this.#flush();
     this.#lastBeat = now;
-    const list: BookingTuple[] = [];
-    for (const [id, b] of this.#own) list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks, b.outputBlocks]);
-    this.#sendBooking({ k: "hb", r: this.#o.replicaId, list }, "heartbeat");
+    const list: BookingTuple[] = [], o: number[] = [];
+    for (const [id, b] of this.#own) {
+      list.push([id, b.worker, b.dpRank, b.prefillTokens, b.blocks]);
+      o.push(b.outputBlocks);
+    }
+    this.#sendBooking({ k: "hb", r: this.#o.replicaId, list, ...(o.some((x) => x > 0) ? { o } : {}) }, "heartbeat");
   }
 
   #sendBooking(m: BookingMessage, kind: string = m.k): void {
@@ -277,7 +280,7 @@ export class ReplicaSync {
     const done = msg.k === "book" ? rb.book(msg.r, msg.id, { worker: msg.w, dpRank: msg.dp, prefillTokens: msg.p, blocks: msg.b, outputBlocks: msg.o ?? 0, keys }, now)
       : msg.k === "prefill" ? (rb.heard(msg.r, now), rb.prefillDone(msg.r, msg.id))
       : msg.k === "free" ? (rb.heard(msg.r, now), rb.free(msg.r, msg.id))
-      : (rb.replace(msg.r, msg.list, now), true);
+      : (rb.replace(msg.r, msg.list, now, msg.o), true);
     this.#applied.inc({ kind: !done ? "ignored" : msg.k === "hb" ? "heartbeat" : msg.k });
   }
 

@@ -25,11 +25,8 @@ export function validReplicaId(id: string): boolean {
   return /^[A-Za-z0-9_-]{1,64}$/.test(id);
 }
 
-/**
- * A live booking as a heartbeat lists it: [booking id, worker, rank, prefill tokens still pending, blocks, expected
- * output blocks]; a replica from before output blocks were shared sends five fields.
- */
-export type BookingTuple = [number, string, number, number, number, number?];
+/** A live booking as a heartbeat lists it: [booking id, worker, rank, prefill tokens still pending, blocks]. */
+export type BookingTuple = [number, string, number, number, number];
 
 export type BookingMessage =
   /**
@@ -39,7 +36,11 @@ export type BookingMessage =
   | { k: "book"; r: string; id: number; w: string; dp: number; p: number; b: number; o?: number; h?: string }
   | { k: "prefill"; r: string; id: number }
   | { k: "free"; r: string; id: number }
-  | { k: "hb"; r: string; list: BookingTuple[] }
+  /**
+   * `o`: each listed booking's expected output blocks, in list order (a field of its own so that a replica from before
+   * they were shared still reads the list; absent from such a replica: none).
+   */
+  | { k: "hb"; r: string; list: BookingTuple[]; o?: number[] }
   /** Several book/prefill/free messages of one replica in one publish (replica-sync.ts batches them). */
   | { k: "many"; r: string; list: BookingChange[] };
 
@@ -61,8 +62,7 @@ function bad(what: string): never {
 }
 
 function tuple(t: unknown): BookingTuple {
-  if (!Array.isArray(t) || (t.length !== 5 && t.length !== 6) || !isCount(t[0]) || !isName(t[1]) || !isCount(t[2]) || !isCount(t[3]) || !isCount(t[4]) ||
-    (t.length === 6 && !isCount(t[5]))) bad("bad booking in a heartbeat");
+  if (!Array.isArray(t) || t.length !== 5 || !isCount(t[0]) || !isName(t[1]) || !isCount(t[2]) || !isCount(t[3]) || !isCount(t[4])) bad("bad booking in a heartbeat");
   return t as BookingTuple;
 }
 
@@ -93,7 +93,8 @@ function decodeObject(m: Record<string, unknown>, outer: boolean): BookingMessag
       return { k: m.k, r, id: m.id as number };
     case "hb":
       if (!Array.isArray(m.list)) bad("bad heartbeat");
-      return { k: "hb", r, list: (m.list as unknown[]).map(tuple) };
+      if (m.o !== undefined && (!Array.isArray(m.o) || m.o.length !== m.list.length || !m.o.every(isCount))) bad("bad output blocks in a heartbeat");
+      return { k: "hb", r, list: (m.list as unknown[]).map(tuple), ...(m.o !== undefined ? { o: m.o as number[] } : {}) };
     case "many": {
       if (!outer || !Array.isArray(m.list)) bad("bad batch");
       const list = (m.list as Record<string, unknown>[]).map((x) => decodeObject(x, false));

@@ -61,7 +61,7 @@ describe("remote bookings", () => {
     // The first token ends the prefill, not the decode the booking expects.
     rb.prefillDone("a", 1);
     expect(loads.get("w1/0")).toEqual({ requests: 1, prefillTokens: 0, blocks: 10 });
-    rb.replace("a", [[1, "w1", 0, 0, 6, 4], [2, "w1", 0, 30, 2, 5], [3, "w1", 0, 0, 1]], 10);
+    rb.replace("a", [[1, "w1", 0, 0, 6], [2, "w1", 0, 30, 2], [3, "w1", 0, 0, 1]], 10, [4, 5, 0]);
     expect(loads.get("w1/0")).toEqual({ requests: 3, prefillTokens: 30, blocks: 18 });
     rb.free("a", 1);
     rb.free("a", 2);
@@ -74,7 +74,11 @@ describe("remote bookings", () => {
     const m = { k: "book", r: "r1", id: 7, w: "w", dp: 0, p: 12, b: 3, o: 2 } as const;
     expect(decodeBooking(encodeBooking(m))).toEqual(m);
     expect(() => decodeBooking(encodeBooking({ ...m, o: -1 }))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
-    expect(decodeBooking(encodeBooking({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] }))).toEqual({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] });
+    // In a heartbeat they are a list of their own, which a replica from before they were shared leaves unread.
+    const hb = { k: "hb", r: "r1", list: [[7, "w", 0, 0, 3]], o: [2] } as const;
+    expect(decodeBooking(encodeBooking(hb as unknown as BookingMessage))).toEqual(hb);
+    expect(() => decodeBooking(encodeBooking({ ...hb, o: [2, 1] } as unknown as BookingMessage))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
+    expect(() => decodeBooking(encodeBooking({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] } as unknown as BookingMessage))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
   });
 
   it("should round-trip booking messages and refuse malformed ones with a typed error", () => {
