@@ -10,24 +10,14 @@ import type { NowFn } from "./clock.ts";
 import type { RandomSource } from "./prng.ts";
 import { PolicyPicker, type RoutingPolicy } from "./routing-policy.ts";
 import type { RouteRequest } from "./routing-types.ts";
-import type { DecisionCandidate, DecisionInputs } from "./decision-record.ts";
+import { captureSelection, type CaptureLevel, type SelectionCapture } from "./selection-capture.ts";
 import { breakTies, type TieInputs } from "./tie-break.ts";
 import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts";
 import type { RankState } from "./worker-registry.ts";
 
 export { rendezvousWeight } from "./tie-break.ts";
 
-/** How much of the decision a selection copies out of the score columns (see DecisionDetail). */
-export const Capture = { none: 0, candidates: 1, inputs: 2, inputsWithTokens: 3 } as const;
-export type CaptureLevel = (typeof Capture)[keyof typeof Capture];
-
-/** The candidates table of one selection (empty when pinned), and the replay inputs when asked for. */
-export interface SelectionCapture {
-  candidates: DecisionCandidate[];
-  /** Index of the chosen rank in `candidates`; -1 when pinned. */
-  chosen: number;
-  inputs?: DecisionInputs;
-}
+export { Capture, type CaptureLevel, type SelectionCapture } from "./selection-capture.ts";
 
 /** Per rank slot, how many leading blocks of a prompt its in-flight prompts already hold (see InflightPrefixes). */
 export interface InflightOverlap {
@@ -225,7 +215,10 @@ export class Selector implements TieInputs {
     this.#tie = undefined;
     if (this.#picker && !p.pinned) chosen = this.#picker.pick(ranks, p.willBook);
     else if (p.temperature === 0 && n > 1) chosen = breakTies(cols, n, chosen, isl, weight, promptBlocks, this);
-    const capture = p.capture ? this.#capture(req, p, n, chosen, blockSize, kernelDraw, weight) : undefined;
+    const capture = p.capture ? captureSelection(req, {
+      cols, ranks, n, chosen, pinned: p.pinned !== undefined, level: p.capture, policy: this.policy, overlapWeight: weight, temperature: p.temperature,
+      blockSize, eagle, kernelDraw, tie: this.#tie, tieDraw: this.#tieDraw, sequenceWords: () => this.firstBlockWords(), promptBlocks,
+    }) : undefined;
     this.#ranks = EMPTY;
     // As the kernel saw it (the columns hold the final candidates, a pinned rank included).
     const overlapBlocks = f64[base + ScoreCol.overlap * stride + chosen]!;
@@ -318,36 +311,4 @@ export class Selector implements TieInputs {
   tied(kind: "rendezvous" | "tree"): void {
     this.#tie = kind;
   }
-
-  /** The candidates table (and, for "inputs", what a replay needs), read from the columns the kernel just used. */
-  #capture(req: RouteRequest, p: SelectParams, n: number, chosen: number, blockSize: number, kernelDraw: number, weight: number): SelectionCapture {
-    const { f64, base, stride } = this.index.scoreColumns();
-    const col = (c: number) => base + c * stride;
-    // A pinned rank was not chosen by cost: its table is empty (a replay has nothing to re-run but the hashes).
-    if (p.pinned) n = 0;
-    const candidates: DecisionCandidate[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const r = this.#ranks[i]!;
-      candidates[i] = {
-        worker: r.worker.id, dpRank: r.dpRank, overlapBlocks: f64[col(ScoreCol.overlap) + i]!, prefillTokens: f64[col(ScoreCol.prefill) + i]!,
-        decodeBlocks: f64[col(ScoreCol.decode) + i]!, activeOverlapBlocks: f64[col(ScoreCol.activeOverlap) + i]!, cost: f64[col(ScoreCol.cost) + i]!,
-      };
-    }
-    if (p.pinned) chosen = -1;
-    if (p.capture !== Capture.inputs && p.capture !== Capture.inputsWithTokens) return { candidates, chosen };
-    const tree = new Array<number>(n);
-    for (let i = 0; i < n; i++) tree[i] = f64[col(ScoreCol.tree) + i]!;
-    const sequenceWords = this.firstBlockWords().slice(0, 2 * this.#promptBlocks);
-    const inputs: DecisionInputs = {
-      policy: this.policy, overlapWeight: weight, temperature: p.temperature, blockSize,
-      draws: n === 0 ? [] : this.#tie === "tree" ? [kernelDraw, this.#tieDraw] : [kernelDraw], tree, sequenceWords,
-    };
-    if (this.#tie) inputs.tie = this.#tie;
-    if (req.lora !== undefined) inputs.lora = req.lora;
-    if (req.namespace !== undefined) inputs.namespace = req.namespace;
-    if (req.eagle ?? this.#ranks[0]?.worker.eagle) inputs.eagle = true;
-    if (p.capture === Capture.inputsWithTokens) inputs.tokens = req.tokens instanceof Uint32Array ? req.tokens.slice() : Uint32Array.from(req.tokens);
-    return { candidates, chosen, inputs };
-  }
 }
-
