@@ -2,10 +2,30 @@
  * @module A disaggregated fleet for the gateway tests: a real kvgate listener and simulated prefill and decode engines
  * on loopback HTTP, their KV events pushed to the gateway, and a record of every request kvgate sent a worker.
  */
+import { createServer, type Server } from "node:net";
+import type { AddressInfo } from "node:net";
 import type { SimServer, SimServerOptions } from "../../src/adapter/node/sim-server.ts";
 import { startSim, startTestGateway, type TestGateway } from "./helpers.ts";
 
 export const MODEL = "pd-model";
+
+const deadServers: Server[] = [];
+
+/**
+ * A worker address that cuts every connection at once, as an unreachable engine fails (before any headers), on a port
+ * it keeps until `closeDeadWorkers`: a server started and closed instead could see its port taken by another test's
+ * server in a busy run.
+ */
+export async function deadWorker(): Promise<{ url: string }> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  deadServers.push(server);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+export async function closeDeadWorkers(): Promise<void> {
+  await Promise.all(deadServers.splice(0).map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+}
 
 export interface SentRequest {
   url: string;

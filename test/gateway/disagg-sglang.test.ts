@@ -6,17 +6,17 @@
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 import { start, waitForOutput } from "../conformance/processes.ts";
 import { ROOT } from "../conformance/runtimes.ts";
 import { post, sseData, TOKEN } from "./helpers.ts";
-import { MODEL, noBookings, pdFleet, series, until, type PdFleet } from "./disagg-fleet.ts";
+import { closeDeadWorkers, deadWorker, MODEL, noBookings, pdFleet, series, until, type PdFleet } from "./disagg-fleet.ts";
 
 let fleet: PdFleet | undefined;
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
+  await closeDeadWorkers();
 });
 
 const text = (tag: string, n = 40) => `${tag}: ${"A long shared system prompt for the agent to reuse. ".repeat(n)}`;
@@ -71,8 +71,7 @@ describe("SGLang flow through kvgate", () => {
   });
 
   it("should retry the pair on another prefill worker when one is unreachable, and end in a clean error when none is left", async () => {
-    const dead = await startSimServer({ model: MODEL });
-    await dead.close();
+    const dead = await deadWorker();
     fleet = await pdFleet(["--disaggregation", "sglang", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraPrefillUrls: [dead.url] });
     const f = fleet;
     // Whichever prefill worker is tried first, the request succeeds.
@@ -95,8 +94,7 @@ describe("SGLang flow through kvgate", () => {
   });
 
   it("should retry the pair when the decode worker is unreachable, stopping the prefill it started", async () => {
-    const dead = await startSimServer({ model: MODEL });
-    await dead.close();
+    const dead = await deadWorker();
     // A prefill that finished before kvgate stopped it keeps its room's KV for the decode that never comes, as an
     // engine does until its transfer timeout; a short one lets the engine settle whichever side won the race.
     fleet = await pdFleet(["--disaggregation", "sglang", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url], prefillOpts: { kvTransferTimeoutMs: 300 } });

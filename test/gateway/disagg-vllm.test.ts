@@ -8,12 +8,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { VirtualClock } from "../../src/sim/sim-clock.ts";
 import { post, sseData } from "./helpers.ts";
-import { MODEL, noBookings, pdFleet, series, until, type PdFleet } from "./disagg-fleet.ts";
+import { closeDeadWorkers, deadWorker, MODEL, noBookings, pdFleet, series, until, type PdFleet } from "./disagg-fleet.ts";
 
 let fleet: PdFleet | undefined;
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
+  await closeDeadWorkers();
 });
 
 const text = (tag: string, n = 40) => `${tag}: ${"Shared context for a long conversation about routing. ".repeat(n)}`;
@@ -164,8 +165,7 @@ describe("vLLM flow through kvgate", () => {
   });
 
   it("should fall back to local prefill when the prefill worker is unreachable or is not a KV producer", async () => {
-    const dead = await startSimServer({ model: MODEL });
-    await dead.close();
+    const dead = await deadWorker();
     // An engine without a KV connector ignores kv_transfer_params and answers without them.
     const plain = await startSimServer({ model: MODEL, role: "aggregated" });
     try {
@@ -188,8 +188,7 @@ describe("vLLM flow through kvgate", () => {
   });
 
   it("should retry the decode leg on another decode worker with the same transfer parameters when one is unreachable", async () => {
-    const dead = await startSimServer({ model: MODEL });
-    await dead.close();
+    const dead = await deadWorker();
     fleet = await pdFleet(["--disagg-local-prefill-below", "0", "--health-probe-ms", "0"], { prefill: 1, decode: 1, extraDecodeUrls: [dead.url] });
     for (let i = 0; i < 3; i++) {
       const r = await stream(fleet, text(`D${i}`));
