@@ -16,7 +16,7 @@ import { renderReport } from "./report-html.ts";
 import { summarize } from "./stats.ts";
 import { pooledLruCeiling } from "./pooled-ceiling.ts";
 import { fitToFleet, loadRequests } from "./request-source.ts";
-import { fmtMs, fmtPct, gatewayText, recoveryText, summaryText } from "./summary-table.ts";
+import { fmtMs, fmtPct, gatewayText, predicts, recoveryText, summaryText } from "./summary-table.ts";
 
 export { REPLAY_USAGE } from "./replay-args.ts";
 
@@ -116,7 +116,7 @@ export async function runReplayCommand(args: readonly string[], host: ReplayHost
 
 /** Predicted / engine-reported hit rate per worker, for the cache-aware policies (the others predict nothing). */
 function perWorkerText(results: readonly PolicyResult[]): string {
-  const rows = results.filter((r) => r.perWorker.some((w) => w.predictedHitRate > 0));
+  const rows = results.filter(predicts);
   return rows.map((r) => `${r.policy} predicted/reported hit rate per worker: ` +
     r.perWorker.map((w) => `${w.worker} ${fmtPct(w.predictedHitRate)}/${fmtPct(w.hitRate)}` +
       (w.predictedRequests !== undefined ? ` (${w.predictedRequests} predicted, ${w.missedRequests} missed)` : "")).join(", ") + "\n").join("");

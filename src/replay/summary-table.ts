@@ -96,12 +96,17 @@ ${textTable(RECOVERY_HEADER, rows)}
 
 export const PREDICTION_HEADER = ["policy", "worker", "requests", "predicted hit", "reported hit", "predicted to hit", "missed", "predicted tokens missed"];
 
+/** A cache-aware policy that predicted some hit: the per-worker prediction figures (table and terminal) describe it. */
+export function predicts(p: PolicyResult): boolean {
+  return POLICY_WIRING[p.policy].routing === "kv" && p.perWorker.some((w) => w.predictedHitRate > 0);
+}
+
 /**
  * Per worker of the cache-aware policies: predicted against reported hit rate, and how many requests carry the
  * prediction. A request counts as missed when its engine reported under half of what the router expected.
  */
 export function predictionRows(policies: readonly PolicyResult[]): string[][] {
-  return policies.filter((p) => POLICY_WIRING[p.policy].routing === "kv" && p.perWorker.some((w) => w.predictedHitRate > 0)).flatMap((p) => p.perWorker.map((w) => [
+  return policies.filter(predicts).flatMap((p) => p.perWorker.map((w) => [
     p.policy, w.worker, String(w.requests), fmtPct(w.predictedHitRate), fmtPct(w.hitRate), String(w.predictedRequests ?? "-"),
     String(w.missedRequests ?? "-"), w.missedShare === undefined ? "-" : fmtPct(w.missedShare),
   ]));
