@@ -1,6 +1,6 @@
 // Status codes and the ABI version shared with src/wasm/abi.ts; negative returns are errors, never exceptions.
 
-export const ABI_VERSION: i32 = 1;
+export const ABI_VERSION: i32 = 2;
 
 export const OK: i32 = 0;
 export const E_STATE: i32 = -1;
@@ -25,4 +25,7 @@ export const C_EVICTED: i32 = 7;
 export const C_EXPIRED: i32 = 8;
 export const C_PRUNED: i32 = 9;
 export const C_CAPPED: i32 = 10;
+// Prompt memo: blocks whose hashes a remembered prompt supplied, and blocks hashed while the memo was consulted.
+export const C_MEMO_REUSED: i32 = 11;
+export const C_MEMO_HASHED: i32 = 12;
 export const COUNTERS: i32 = 16;

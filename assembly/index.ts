@@ -4,6 +4,7 @@ import { ABI_VERSION, OK, E_STATE, E_NO_MEMORY, E_BAD_ARG, E_CORRUPT, COUNTERS }
 import { setBudget, reserve, used } from "./memory";
 import { xxh3 } from "./hash/xxh3";
 import { hashPrompt, MAX_BLOCK_SIZE } from "./hash/prompt";
+import { memoInit } from "./hash/prompt-memo";
 import { nodeInit, nodeBytes, liveNodes } from "./index/node-table";
 import { entryInit, RECORD_BYTES } from "./index/entry-table";
 import { ttlInit, ttlCount } from "./index/ttl-store";
@@ -161,6 +162,14 @@ export function hash_prompt(nTokens: i32, blockSize: i32, seedLo: i32, seedHi: i
     mm, nMm, mmScratch, local, seq, blockCap);
   lastBlocks = n < 0 ? 0 : n;
   return n;
+}
+
+/**
+ * Turns on the prompt memo: `count` recent prompts (at most 4,096) over a ring of `bytes`, so prompts that repeat or
+ * extend one reuse its block hashes (see hash/prompt-memo.ts). Optional; once per instance, after `init`.
+ */
+export function memo_init(count: i32, bytes: i32): i32 {
+  return ready ? memoInit(count, bytes, counters) : E_STATE;
 }
 
 /** Matches the first `nBlocks` sequence hashes of SEQ; (slot, depth) pairs land in OUT. */

@@ -56,7 +56,7 @@ export async function main(argv: string[]): Promise<void> {
     ratios: {
       wasmOverReference: replayRatio, wasmOverReferenceMin: replayRatioMin,
       eventBlockOpsPerSec: { reference: refEventRate, batch: m.evBatchBig.opsPerSec, batchPerRequest: m.evBatchReq.opsPerSec, api: m.evApi.opsPerSec, batchChunked16: m.evBatchChunked.opsPerSec, apiChunked16: m.evApiChunked.opsPerSec },
-      routeOverCopy: { bs16: r16.typicalOverCopy, bs64: r64.typicalOverCopy },
+      routeOverCopy: { bs16: r16.typicalOverCopy, bs64: r64.typicalOverCopy, bs16Cold: r16.coldOverCopy, bs64Cold: r64.coldOverCopy },
     },
     referenceSubsampled: refSub ? refReplay.stats.requests : false,
     loadAverage: { start: load0, end: loadavg() },

@@ -1,6 +1,7 @@
 // Whole-prompt block hashing (local + chained sequence hashes) in one call, so JS never crosses into WASM per block.
 import { xxh3, xxh3Pair, xxh3At64, xxh3At64Simd, prepareKeys64, KEYS64 } from "./xxh3";
 import { E_BAD_ARG, E_TOO_LONG } from "../abi";
+import { memoEnabled, memoReuse, memoKeep } from "./prompt-memo";
 
 /** The chain seed of the sequence hash; LoRA and namespace salts change only the local-hash seed. */
 export const CHAIN_SEED: u64 = 1337;
@@ -8,6 +9,8 @@ export const MAX_BLOCK_SIZE: i32 = 8192;
 
 /** Bit 0 of `flags`: Eagle windows (block plus the first token of the next block). */
 export const FLAG_EAGLE: i32 = 1;
+/** Bit 1: bypass the prompt memo (neither reuse nor remember), for prompts the host knows are one-offs. */
+export const FLAG_NO_MEMO: i32 = 2;
 
 // Multimodal input: records of 16 bytes (block index u32, pad u32, mm hash u64), sorted by (block, hash).
 /**
@@ -34,29 +37,49 @@ export function hashPrompt(
       if (pb > b || (pb == b && load<u64>(r - 8) > load<u64>(r + 8))) return E_BAD_ARG;
     }
   }
-  let k = 0;
-  let prev: u64 = 0;
+  if (n == 0) return 0;
+  if (nMm > 0 || (flags & FLAG_NO_MEMO) != 0 || !memoEnabled()) {
+    hashRange(tokens, 0, n, blockSize, window, stride, seed, mm, nMm, scratch, local, seq);
+    return n;
+  }
+  hashRange(tokens, 0, 1, blockSize, window, stride, seed, mm, 0, scratch, local, seq);
+  const kind = flags & FLAG_EAGLE;
+  const from = memoReuse(tokens, nTokens, n, blockSize, seed, kind, eagle, local, seq);
+  hashRange(tokens, from, n, blockSize, window, stride, seed, mm, 0, scratch, local, seq);
+  memoKeep(tokens, nTokens, n, blockSize, seed, kind, local, seq);
+  return n;
+}
+
+/** Hashes blocks [from, to) chaining from block from − 1's sequence hash in `seq` (multimodal records validated). */
+function hashRange(
+  tokens: usize, from: i32, to: i32, blockSize: i32, window: usize, stride: usize, seed: u64,
+  mm: usize, nMm: i32, scratch: usize, local: usize, seq: usize,
+): void {
+  if (from >= to) return;
+  let prev: u64 = from == 0 ? 0 : load<u64>(seq + (<usize>(from - 1) << 3));
   if (window == 64 && stride == 64 && nMm == 0) {
     prepareKeys64(seed);
     if (ASC_FEATURE_SIMD) {
       const k0 = v128.load(KEYS64), k1 = v128.load(KEYS64, 16), k2 = v128.load(KEYS64, 32), k3 = v128.load(KEYS64, 48);
-      for (let i = 0; i < n; i++) {
+      for (let i = from; i < to; i++) {
         const h = xxh3At64Simd(tokens + (<usize>i << 6), k0, k1, k2, k3);
         store<u64>(local + (<usize>i << 3), h);
         prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
         store<u64>(seq + (<usize>i << 3), prev);
       }
-      return n;
+      return;
     }
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < to; i++) {
       const h = xxh3At64(tokens + (<usize>i << 6));
       store<u64>(local + (<usize>i << 3), h);
       prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
       store<u64>(seq + (<usize>i << 3), prev);
     }
-    return n;
+    return;
   }
-  for (let i = 0; i < n; i++) {
+  let k = 0;
+  while (k < nMm && load<u32>(mm + (<usize>k << 4)) < <u32>from) k++;
+  for (let i = from; i < to; i++) {
     const src = tokens + <usize>i * stride;
     let h: u64;
     if (k < nMm && load<u32>(mm + (<usize>k << 4)) == <u32>i) {
@@ -75,7 +98,6 @@ export function hashPrompt(
     prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
     store<u64>(seq + (<usize>i << 3), prev);
   }
-  return n;
 }
 
 /** Local hashes only, for engine events that carry token ids (no chaining: events carry their own parents). */

@@ -18,8 +18,7 @@ export function summarize(run: Run, load0: string, fx: ReplayFixture, tp: Replay
   const { refSub, refReplay } = fx;
   const { replayRatio, replayRatioMin, smallCap, split } = tp;
   const { batchVsApi } = ing;
-  type RouteRes = { typicalOverCopy: number; typicalOverCopyMin: number };
-  const r16 = routeRes.bs16 as RouteRes, r64 = routeRes.bs64 as RouteRes;
+  const r16 = routeRes.bs16!, r64 = routeRes.bs64!;
   const minRate = (x: Measurement): number => 1e9 / x.minNs;
   const bestEvents = Math.max(m.evBatchBig.opsPerSec, m.evApi.opsPerSec);
   const bestEventsMin = Math.max(minRate(m.evBatchBig), minRate(m.evApi));
@@ -49,10 +48,15 @@ export function summarize(run: Run, load0: string, fx: ReplayFixture, tp: Replay
       status(m.evBatchBigSmallCap.opsPerSec >= 12e6, minRate(m.evBatchBigSmallCap) >= 12e6)),
     ratioRow("event ingest, batches decoded in WASM ÷ TS layer", `${fmtRatio(batchVsApi)} (${fmtRatio(m.evApi.minNs / m.evBatchBig.minNs)})`, "≥ 1.5×",
       status(batchVsApi >= 1.5, m.evApi.minNs / m.evBatchBig.minNs >= 1.5)),
-    ratioRow("route 8k bs=16 ÷ copy (typical)", `${fmtRatio(r16.typicalOverCopy)} (${fmtRatio(r16.typicalOverCopyMin)})`, "≤ 10×",
+    ratioRow("route 8k bs=16 ÷ copy (typical, seen before)", `${fmtRatio(r16.typicalOverCopy)} (${fmtRatio(r16.typicalOverCopyMin)})`, "≤ 10×",
       status(r16.typicalOverCopy <= 10, r16.typicalOverCopyMin <= 10)),
-    ratioRow("route 8k bs=64 ÷ copy (typical)", `${fmtRatio(r64.typicalOverCopy)} (${fmtRatio(r64.typicalOverCopyMin)})`, "≤ 6×",
+    ratioRow("route 8k bs=64 ÷ copy (typical, seen before)", `${fmtRatio(r64.typicalOverCopy)} (${fmtRatio(r64.typicalOverCopyMin)})`, "≤ 6×",
       status(r64.typicalOverCopy <= 6, r64.typicalOverCopyMin <= 6)),
+    // Not a target of its own: the same routes with every block hashed (a prompt the router has not seen).
+    ratioRow("route 8k bs=16 ÷ copy (cold: memo bypassed)", `${fmtRatio(r16.coldOverCopy)} (${fmtRatio(r16.coldOverCopyMin)})`, "≤ 10×",
+      status(r16.coldOverCopy <= 10, r16.coldOverCopyMin <= 10)),
+    ratioRow("route 8k bs=64 ÷ copy (cold: memo bypassed)", `${fmtRatio(r64.coldOverCopy)} (${fmtRatio(r64.coldOverCopyMin)})`, "≤ 6×",
+      status(r64.coldOverCopy <= 6, r64.coldOverCopyMin <= 6)),
   ];
   log();
   log(`summary: median (min) of the samples; a target "holds" at the median, "min only" if just the best samples meet it.`);

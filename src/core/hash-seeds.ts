@@ -12,6 +12,11 @@ export interface HashOptions {
   namespace?: string;
   /** Eagle speculative decoding: each block hash also covers the next block's first token. */
   eagle?: boolean;
+  /**
+   * false: bypass the core's prompt memo (KvIndexOptions.promptMemoEntries), neither reusing a remembered prompt's
+   * hashes nor remembering this one. The hashes are the same either way.
+   */
+  memo?: boolean;
   /** Multimodal object hashes, appended (sorted) to the bytes of the block they fall in. */
   multimodal?: readonly { block: number; hash: bigint }[];
 }

@@ -28,6 +28,13 @@ export interface KvIndexOptions {
    * engines' LRU eviction keeps them; 1 probes every block. Default 16, at most 1,024.
    */
   matchJump?: number;
+  /**
+   * Recent prompts kept with their block hashes, so one that repeats or extends a remembered prompt (a conversation's
+   * next turn, a shared system prompt) compares tokens instead of hashing them. 0 turns the memo off. Default 128.
+   */
+  promptMemoEntries?: number;
+  /** Bytes of the memo's ring (tokens plus 16 bytes of hashes per block). Default 8 MiB. */
+  promptMemoBytes?: number;
   /** Salt of the table hash (randomised per process by default so crafted prompts cannot collide on purpose). */
   salt?: bigint;
 }
@@ -49,6 +56,8 @@ const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
   approxMaxBlocks: 1 << 20,
   pruneTargetRatio: 0.8,
   matchJump: DEFAULT_MATCH_JUMP,
+  promptMemoEntries: 128,
+  promptMemoBytes: 8 << 20,
 };
 
 function positiveInt(name: string, v: number, max: number): void {
@@ -75,6 +84,11 @@ export function resolveOptions(o: KvIndexOptions = {}): ResolvedKvIndexOptions {
   positiveInt("matchJump", r.matchJump, 1024);
   if (!Number.isInteger(r.maxMultimodal) || r.maxMultimodal < 0) {
     throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `maxMultimodal must be a non-negative integer`);
+  }
+  if (!Number.isInteger(r.promptMemoEntries) || r.promptMemoEntries < 0 || r.promptMemoEntries > 4096 ||
+      !Number.isInteger(r.promptMemoBytes) || r.promptMemoBytes < 0 || r.promptMemoBytes > 1 << 30 ||
+      (r.promptMemoEntries === 0) !== (r.promptMemoBytes === 0)) {
+    throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `promptMemoEntries (0..4096) and promptMemoBytes (0..2^30) must both be 0 or both positive`);
   }
   if (!(r.approxTtlMs > 0)) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `approxTtlMs must be > 0`);
   if (!(r.pruneTargetRatio > 0 && r.pruneTargetRatio <= 1)) {
@@ -103,7 +117,8 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
     r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
   const dup = pow2AtLeast(Math.max(r.eventBytes >> 4, r.eventBlocks) * 2) * 16;
   const prompt = (t: number): number => t * 4 + t * 16;
-  return fixed + dup + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + ingestBytes(r).total + (1 << 20);
+  const memo = r.promptMemoEntries * 56 + r.promptMemoBytes + Math.max(1024, 16 * r.promptMemoEntries) * 16 + 64;
+  return fixed + dup + memo + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + ingestBytes(r).total + (1 << 20);
 }
 
 /**

@@ -57,6 +57,8 @@ export class KvIndex {
     if (g !== Status.OK) throw statusError(g, "init");
     const j = core.match_jump(o.matchJump);
     if (j !== Status.OK) throw statusError(j, "match_jump");
+    const memo = core.memo_init(o.promptMemoEntries, o.promptMemoBytes);
+    if (memo !== Status.OK) throw statusError(memo, "memo_init");
     this.#core = core;
     this.#buffer = undefined;
     this.#seeds = new HashSeeds((bytes, seed) => this.#hashBytes(bytes, seed));
@@ -145,7 +147,7 @@ export class KvIndex {
   #hashCall(c: CoreExports, tokens: ArrayLike<number>, opts: HashOptions, fn: "hash_prompt" | "route"): number {
     const nMm = this.#loadPrompt(c, tokens, opts);
     const parts = this.#seeds.parts(opts.lora, opts.namespace);
-    const r = c[fn](tokens.length, opts.blockSize, parts[0], parts[1], opts.eagle ? 1 : 0, nMm);
+    const r = c[fn](tokens.length, opts.blockSize, parts[0], parts[1], (opts.eagle ? 1 : 0) | (opts.memo === false ? 2 : 0), nMm);
     if (r < 0) throw statusError(r, fn);
     return r;
   }

@@ -114,7 +114,7 @@ export interface GatewayConfig {
     snapshotIntervalMs: number;
   };
   /** capacity unset: sized from the fleet at start (index-sizing.ts). */
-  index: { capacity?: number; maxSlots: number; maxPromptTokens: number; matchJump: number };
+  index: { capacity?: number; maxSlots: number; maxPromptTokens: number; matchJump: number; promptMemoMb: number };
   upstream: {
     headersTimeoutMs: number;
     idleTimeoutMs: number;

@@ -83,6 +83,7 @@ export class GatewayMetrics {
   readonly kvIngest = this.registry.counter("kvgate_kv_ingest_total", "KV-event ingestion counters summed over every engine stream (drops by reason, gaps, restarts, cold marks, …)");
   readonly kvStreams = this.registry.gauge("kvgate_kv_event_streams", "Open engine KV-event streams, and how many are cold (index view incomplete)");
   readonly kvApplied = this.registry.counter("kvgate_kv_events_applied_total", "KV events applied to the index, by status");
+  readonly promptMemo = this.registry.counter("kvgate_prompt_memo_blocks_total", "Prompt blocks routed through the prompt memo: outcome=reused (hashes taken from a remembered prompt after comparing tokens) or hashed");
   readonly zmqConnections = this.registry.counter("kvgate_zmq_connection_events_total", "ZeroMQ KV-event sockets to engines: connects, disconnects, receive errors, connections closed for breaking the protocol");
   readonly kvBatches = this.registry.counter("kvgate_kv_event_batches_total", "KV-event batches received, by result");
   readonly retries = this.registry.counter("kvgate_retries_total", "Attempts repeated on another worker before the first token, by reason");
@@ -114,6 +115,7 @@ export class GatewayMetrics {
     this.timeline = new StatsTimeline(now, timeline);
     // Counters exist at 0 from the start so dashboards and rate() see them before the first event.
     for (const s of Object.values(EVENT_STATUS)) this.kvApplied.inc({ status: s }, 0);
+    for (const outcome of ["reused", "hashed"]) this.promptMemo.inc({ outcome }, 0);
     for (const t of ["stored", "removed", "cleared"]) this.kvEvents.inc({ event_type: t }, 0);
     this.cancellations.inc(undefined, 0);
     this.leasesExpired.inc(undefined, 0);
@@ -201,6 +203,8 @@ export class GatewayMetrics {
     if (zmq) for (const [k, event] of Object.entries(ZMQ_EVENTS)) this.#sync(this.zmqConnections, { event }, zmq[k as keyof typeof ZMQ_EVENTS]);
     const core = index.counters() as Record<string, number>;
     for (const [k, status] of Object.entries(EVENT_STATUS)) this.#sync(this.kvApplied, { status }, core[k] ?? 0);
+    this.#sync(this.promptMemo, { outcome: "reused" }, core.memoReused ?? 0);
+    this.#sync(this.promptMemo, { outcome: "hashed" }, core.memoHashed ?? 0);
     for (const [k, t] of Object.entries(EVENT_TYPES)) this.#sync(this.kvEvents, { event_type: t }, ingest[k as keyof typeof EVENT_TYPES]);
     for (const [k, v] of Object.entries(ingest)) {
       if (k === "streams" || k === "coldStreams" || k === "replaying" || k in EVENT_TYPES) continue;

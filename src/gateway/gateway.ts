@@ -112,6 +112,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const index = await createKvIndex({
     capacity: size.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
     matchJump: config.index.matchJump, approxTtlMs: r.approxTtlMs,
+    promptMemoEntries: config.index.promptMemoMb > 0 ? 128 : 0, promptMemoBytes: config.index.promptMemoMb << 20,
   });
   const ops = config.ops;
   const metrics = new GatewayMetrics(now);

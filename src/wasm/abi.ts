@@ -1,6 +1,6 @@
 /** @module The contract with the WASM core: export signatures, ABI version and status codes (mirrors assembly/abi.ts). */
 
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 export const Status = {
   OK: 0,
@@ -28,6 +28,8 @@ export const Counter = {
   expired: 8,
   pruned: 9,
   capped: 10,
+  memoReused: 11,
+  memoHashed: 12,
 } as const;
 export type CounterName = keyof typeof Counter;
 
@@ -86,6 +88,7 @@ export interface CoreExports {
   expire(now: number): number;
   slot_capacity(slot: number, capacity: number): number;
   match_jump(jump: number): number;
+  memo_init(count: number, bytes: number): number;
   dump_cap(): number;
   dump_entries(cursor: number, max: number, now: number): number;
   load_entries(n: number, now: number): number;
@@ -120,6 +123,6 @@ export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
   "mm_ptr", "mm_cap", "out_ptr", "sizes_ptr", "counters_ptr", "events_ptr", "events_cap", "io_ptr", "io_cap", "score_ptr",
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
-  "apply_events", "record_route", "expire", "slot_capacity", "match_jump", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
+  "apply_events", "record_route", "expire", "slot_capacity", "match_jump", "memo_init", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
   "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

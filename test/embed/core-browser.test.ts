@@ -81,7 +81,7 @@ describe.skipIf(!existsSync(CHROMIUM))("kvgate/core in headless Chromium", () =>
       const result = await page.evaluate(() => (window as unknown as { __result: Record<string, unknown> }).__result);
       expect(problems).toEqual([]);
       expect(result).toEqual({
-        abi: 1, wasmUrl: "/build/release-simd.wasm",
+        abi: 2, wasmUrl: "/build/release-simd.wasm",
         testData: "13226331709069118873",
         local: ["14643705804678351452", "16777012769546811212", "483935686894639516"],
         seq: ["14643705804678351452", "4945711292740353085", "12583592247330656132"],

@@ -3,7 +3,7 @@
  * lacking an export, fails with KVGATE_ERR_WASM_ABI through the loader (and so through kvgate/core's createIndex).
  */
 import { describe, expect, it } from "vitest";
-import { EXPORT_NAMES } from "../../src/wasm/abi.ts";
+import { ABI_VERSION, EXPORT_NAMES } from "../../src/wasm/abi.ts";
 import { instantiateCore } from "../../src/wasm/instantiate.ts";
 import { createIndex } from "../../src/core-entry/index.ts";
 
@@ -45,19 +45,19 @@ function sleb(n: number): number[] {
 
 describe("ABI version check", () => {
   it("should accept the fake module's shape when the version matches (the probe is sound)", () => {
-    const core = instantiateCore(new WebAssembly.Module(fakeCore(1, EXPORT_NAMES)));
-    expect(core.abi_version()).toBe(1);
+    const core = instantiateCore(new WebAssembly.Module(fakeCore(ABI_VERSION, EXPORT_NAMES)));
+    expect(core.abi_version()).toBe(ABI_VERSION);
   });
 
   it("should refuse another version with a typed error", async () => {
     expect(() => instantiateCore(new WebAssembly.Module(fakeCore(999, EXPORT_NAMES)))).toThrow(
-      expect.objectContaining({ code: "KVGATE_ERR_WASM_ABI", message: expect.stringContaining("ABI 999, expected 1") }),
+      expect.objectContaining({ code: "KVGATE_ERR_WASM_ABI", message: expect.stringContaining(`ABI 999, expected ${ABI_VERSION}`) }),
     );
-    await expect(createIndex(fakeCore(2, EXPORT_NAMES))).rejects.toMatchObject({ code: "KVGATE_ERR_WASM_ABI" });
+    await expect(createIndex(fakeCore(ABI_VERSION + 1, EXPORT_NAMES))).rejects.toMatchObject({ code: "KVGATE_ERR_WASM_ABI" });
   });
 
   it("should refuse a module lacking an export", () => {
-    expect(() => instantiateCore(new WebAssembly.Module(fakeCore(1, EXPORT_NAMES.filter((n) => n !== "route"))))).toThrow(
+    expect(() => instantiateCore(new WebAssembly.Module(fakeCore(ABI_VERSION, EXPORT_NAMES.filter((n) => n !== "route"))))).toThrow(
       expect.objectContaining({ code: "KVGATE_ERR_WASM_ABI", message: expect.stringContaining('lacks export "route"') }),
     );
   });
