@@ -20,6 +20,8 @@ void kvgate_options_init(kvgate_options* o) {
   o->approx_max_blocks = 1u << 20;
   o->prune_ratio = 0.8;
   o->salt = 0;
+  o->prompt_memo_entries = 128;
+  o->prompt_memo_bytes = 8u << 20;
   FILE* f = fopen("/dev/urandom", "rb");
   if (f) {
     if (fread(&o->salt, sizeof o->salt, 1, f) != 1) o->salt = 0;
@@ -97,7 +99,9 @@ static uint32_t budget_pages(const kvgate_options* o) {
   uint64_t dup = pow2_at_least((e16 > o->event_blocks ? e16 : o->event_blocks) * 2) * 16;
   uint32_t in, out;
   ingest_sizes(o, &in, &out);
-  uint64_t total = fixed + dup + 2 * 20ull * o->max_prompt_tokens + 20ull * o->prompt_tokens + in + out + 256 + (1u << 20);
+  uint64_t seen = 16ull * o->prompt_memo_entries > 1024 ? 16ull * o->prompt_memo_entries : 1024;
+  uint64_t memo = 56ull * o->prompt_memo_entries + o->prompt_memo_bytes + seen * 16 + 64;
+  uint64_t total = fixed + dup + memo + 2 * 20ull * o->max_prompt_tokens + 20ull * o->prompt_tokens + in + out + 256 + (1u << 20);
   uint64_t pages = (total + 65535) / 65536;
   return pages > 65536 ? 65536 : (uint32_t)pages;
 }
@@ -156,6 +160,10 @@ static int boot(kvgate_index* x) {
   ingest_sizes(o, &in, &out);
   st = (int)Z_kvgate_coreZ_ingest_reserve(&x->inst, in, out);
   if (st != KVGATE_OK) return kvg_status(x, st, "ingest_reserve");
+  if (o->prompt_memo_entries > 0) {
+    st = (int)Z_kvgate_coreZ_memo_init(&x->inst, o->prompt_memo_entries, o->prompt_memo_bytes);
+    if (st != KVGATE_OK) return kvg_status(x, st, "memo_init");
+  }
   kvg_read_regions(x);
   for (uint32_t s = 0; s < o->max_slots; s++) {
     if (x->open[s]) Z_kvgate_coreZ_slot_open(&x->inst, s);
@@ -181,7 +189,9 @@ static int valid_options(const kvgate_options* o) {
   return o->max_slots >= 1 && o->max_slots <= 4096 && o->capacity >= 1 && o->capacity <= (1u << 26) &&
          o->prompt_tokens >= 1 && o->max_prompt_tokens >= 1 && o->max_prompt_tokens <= (1u << 26) &&
          o->event_blocks >= 1 && o->event_blocks <= (1u << 22) && o->event_bytes >= 16 && o->event_bytes <= (1u << 28) &&
-         o->approx_max_blocks >= 1 && o->approx_max_blocks <= (1u << 30) && o->prune_ratio > 0 && o->prune_ratio <= 1;
+         o->approx_max_blocks >= 1 && o->approx_max_blocks <= (1u << 30) && o->prune_ratio > 0 && o->prune_ratio <= 1 &&
+         o->prompt_memo_entries <= 4096 && o->prompt_memo_bytes <= (1u << 30) &&
+         (o->prompt_memo_entries == 0) == (o->prompt_memo_bytes == 0);
 }
 
 int kvgate_create(const kvgate_options* o, kvgate_index** out) {

@@ -40,7 +40,10 @@ extern "C" {
 /* Counter indices of kvgate_stats.counters (cumulative since creation). */
 enum {
   KVGATE_C_APPLIED, KVGATE_C_PARENT_MISSING, KVGATE_C_INVALID, KVGATE_C_CAPACITY, KVGATE_C_UNKNOWN_REMOVED,
-  KVGATE_C_BAD_SLOT, KVGATE_C_CORRUPT, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED, KVGATE_C_CAPPED, KVGATE_COUNTERS
+  KVGATE_C_BAD_SLOT, KVGATE_C_CORRUPT, KVGATE_C_EVICTED, KVGATE_C_EXPIRED, KVGATE_C_PRUNED, KVGATE_C_CAPPED,
+  KVGATE_C_MEMO_REUSED, /* prompt blocks whose hashes the prompt memo supplied */
+  KVGATE_C_MEMO_HASHED, /* prompt blocks hashed while the memo was on */
+  KVGATE_COUNTERS
 };
 
 typedef struct kvgate_index kvgate_index;
@@ -56,6 +59,8 @@ typedef struct kvgate_options {
   uint32_t approx_max_blocks; /* approximate mode: blocks before pruning; default 2^20 */
   double prune_ratio;         /* approximate mode: pruning keeps this share; default 0.8 */
   uint64_t salt;              /* table-hash salt; kvgate_options_init draws a random one */
+  uint32_t prompt_memo_entries; /* recent prompts kept with their block hashes (0..4096; 0 with 0 bytes: off); default 128 */
+  uint32_t prompt_memo_bytes;   /* bytes of the prompt memo's ring; default 8 MiB */
 } kvgate_options;
 
 typedef struct kvgate_hash_opts {

@@ -8,12 +8,15 @@ import { loadCoreModule } from "../../src/wasm/module-fs.ts";
 import { buildEmbed, runDriver, tempFile } from "./hosts.ts";
 import { scoreCandidates } from "../../src/core/score-kernel.ts";
 import { chooseReference, costReference } from "../../src/reference/score-reference.ts";
+import { seededRandom } from "../../src/core/seeded-random.ts";
 import { hashOp, indexOps, randomPrompts, randomScores, scoreLine, scoreOp, type Script } from "./op-script.ts";
 
 let js: KvIndex;
+// The release (scalar) build: the one libkvgate compiles.
+const jsModule = await loadCoreModule("release");
 beforeAll(async () => {
   buildEmbed();
-  js = new KvIndex(await loadCoreModule("release"), { capacity: 1024, maxSlots: 16 });
+  js = new KvIndex(jsModule, { capacity: 1024, maxSlots: 16 });
 }, 120_000);
 
 const HOSTS = ["c", "py"] as const;
@@ -73,6 +76,39 @@ describe("1,000 seeded random prompts (block sizes 16/32/64, LoRA, namespace)", 
 
   for (const host of HOSTS) {
     it(`should hash every prompt identically from ${host === "c" ? "C" : "Python"}`, () => {
+      expect(runDriver(host, write(script))).toEqual(script.expected);
+    });
+  }
+});
+
+describe("a conversation's prompts through the prompt memo (on by default in every host)", () => {
+  // Turns that repeat and extend each other, salted or not: the memo reuses earlier turns' hashes, and every host
+  // must still give the reference hashes and count the same reused and hashed blocks as the JS core.
+  const rnd = seededRandom(4242);
+  const ops: string[] = [], expected: string[] = [];
+  const mem = new KvIndex(jsModule, { capacity: 1024, maxSlots: 16, promptTokens: 256, eventBlocks: 64 });
+  let history: number[] = Array.from({ length: 40 }, () => rnd.int(152_000));
+  for (let turn = 0; turn < 40; turn++) {
+    history = rnd.next() < 0.2 ? history.slice(0, 40 + rnd.int(history.length - 39)) : [...history, ...Array.from({ length: 1 + rnd.int(50) }, () => rnd.int(152_000))];
+    const bs = [16, 32][turn % 2]!, lora = turn % 5 === 0 ? "adapter-a" : undefined;
+    for (let again = 0; again < 2; again++) {
+      const [op, want] = hashOp(history, bs, lora);
+      ops.push(op);
+      expected.push(want);
+      mem.hash(history, { blockSize: bs, lora });
+    }
+  }
+  const c = mem.counters();
+  ops.push("P");
+  expected.push(`P 0 ${c.memoReused} ${c.memoHashed}`);
+  const script = withInit({ ops, expected });
+
+  it("should reuse most blocks in the JS core", () => {
+    expect(c.memoReused).toBeGreaterThan(c.memoHashed);
+  });
+
+  for (const host of HOSTS) {
+    it(`should hash them as the reference and count reuse as the JS core from ${host === "c" ? "C" : "Python"}`, () => {
       expect(runDriver(host, write(script))).toEqual(script.expected);
     });
   }

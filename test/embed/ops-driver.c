@@ -234,6 +234,12 @@ int main(int argc, char** argv) {
         printf("\n");
         break;
       }
+      case 'P': {
+        kvgate_stats s;
+        st = kvgate_stats_get(x, &s);
+        printf("P %d %u %u\n", st, s.counters[KVGATE_C_MEMO_REUSED], s.counters[KVGATE_C_MEMO_HASHED]);
+        break;
+      }
       default:
         fprintf(stderr, "ops-driver: unknown op %s\n", op);
         return 3;

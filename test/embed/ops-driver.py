@@ -89,6 +89,9 @@ def main(path: str) -> None:
             keys = ("applied", "parent_missing", "invalid", "capacity", "unknown_removed", "evicted", "expired", "pruned",
                     "capped")
             out.write(" ".join(["Q", "0", str(s["entries"]), str(s["ttl_entries"])] + [str(c[k]) for k in keys]) + "\n")
+        elif op == "P":
+            c = idx.stats()["counters"]
+            out.write(f"P 0 {c['memo_reused']} {c['memo_hashed']}\n")
         else:
             raise SystemExit(f"ops-driver.py: unknown op {op}")
     idx.close()

@@ -6,7 +6,7 @@ from . import native as N
 from .errors import KvgateError, STATUS
 
 COUNTER_NAMES = ("applied", "parent_missing", "invalid", "capacity", "unknown_removed", "bad_slot", "corrupt",
-                 "evicted", "expired", "pruned", "capped")
+                 "evicted", "expired", "pruned", "capped", "memo_reused", "memo_hashed")
 # Stored outcomes returned (not raised) by Index.store, as the JS KvIndex.stored returns them.
 STORE_OUTCOMES = (STATUS["OK"], STATUS["PARENT_NOT_FOUND"], STATUS["INVALID_SEQUENCE"], STATUS["CAPACITY"])
 
@@ -34,7 +34,8 @@ class Index:
 
     def __init__(self, capacity: int = 1 << 20, max_slots: int = 64, salt: int | None = None, *,
                  prompt_tokens: int | None = None, event_blocks: int | None = None, event_bytes: int | None = None,
-                 approx_max_blocks: int | None = None, prune_ratio: float | None = None, lib_path: str | None = None):
+                 approx_max_blocks: int | None = None, prune_ratio: float | None = None,
+                 prompt_memo_entries: int | None = None, prompt_memo_bytes: int | None = None, lib_path: str | None = None):
         self._h = None
         self._lib = N.load(lib_path)
         o = N.Options()
@@ -42,7 +43,8 @@ class Index:
         o.capacity, o.max_slots = capacity, max_slots
         for name, v in (("salt", salt), ("prompt_tokens", prompt_tokens), ("event_blocks", event_blocks),
                         ("event_bytes", event_bytes), ("approx_max_blocks", approx_max_blocks),
-                        ("prune_ratio", prune_ratio)):
+                        ("prune_ratio", prune_ratio), ("prompt_memo_entries", prompt_memo_entries),
+                        ("prompt_memo_bytes", prompt_memo_bytes)):
             if v is not None:
                 setattr(o, name, v)
         h = N.H()

@@ -4,13 +4,13 @@ import os
 
 u32, u64, i32, i64, f64, sz = C.c_uint32, C.c_uint64, C.c_int32, C.c_int64, C.c_double, C.c_size_t
 P = C.POINTER
-COUNTERS = 11
+COUNTERS = 13
 
 
 class Options(C.Structure):
     _fields_ = [("max_slots", u32), ("capacity", u32), ("prompt_tokens", u32), ("max_prompt_tokens", u32),
                 ("event_blocks", u32), ("event_bytes", u32), ("max_multimodal", u32), ("approx_max_blocks", u32),
-                ("prune_ratio", f64), ("salt", u64)]
+                ("prune_ratio", f64), ("salt", u64), ("prompt_memo_entries", u32), ("prompt_memo_bytes", u32)]
 
 
 class HashOpts(C.Structure):
