@@ -67,6 +67,8 @@ export interface RouterOptions {
   tenantHeader: string;
   affinityMode: "hard" | "soft";
   sessionTtlMs: number;
+  sessionMaxEntries: number;
+  sessionMaxIdBytes: number;
   approxTtlMs: number;
   closedLoop: boolean;
   decodeAware: boolean;

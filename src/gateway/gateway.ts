@@ -158,7 +158,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
       activeDecodeBlocksFrac: r.busyDecodeBlocksFrac, activePrefillTokens: r.busyPrefillTokens, activePrefillTokensFrac: r.busyPrefillTokensFrac,
       engineWaiting: ops.busyEngineWaiting, engineKvUsage: ops.busyEngineKvUsage, engineStale: ops.engineMetricsMs > 0,
     },
-    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop, decodeAware: r.decodeAware,
+    sessionHeader: r.sessionHeader, affinityMode: r.affinityMode, sessionTtlMs: r.sessionTtlMs, sessionMaxEntries: r.sessionMaxEntries, sessionMaxIdBytes: r.sessionMaxIdBytes, approxTtlMs: r.approxTtlMs, closedLoop: r.closedLoop, decodeAware: r.decodeAware,
     hotPrefixSpread: r.hotPrefixSpread,
     staleBookingMs: r.staleBookingMs, planTtlMs: r.planTtlMs, maxOpenPlans: r.maxOpenPlans, seed: r.seed,
   });

@@ -1,6 +1,7 @@
 /**
  * @module Admission through the HTTP surface: 429 with Retry-After when the router's queue turns a request away,
- * 503 when every worker is over a busy threshold, and session stickiness from the configured header.
+ * 503 when every worker is over a busy threshold, session stickiness from the configured header, and the session
+ * table's bounds (--session-max-entries, --session-max-id-bytes).
  */
 import { describe, expect, it } from "vitest";
 import { fakeGateway, type SeenRequest } from "./fake-workers.ts";
@@ -47,5 +48,19 @@ describe("admission", () => {
       workers.add(res.headers.get("x-kvgate-worker")!);
     }
     expect(workers.size).toBe(1);
+  });
+
+  it("should bound the session table: 503 for a new session when it is full, 400 for an id over the byte limit", async () => {
+    const { fleet, call } = await fakeGateway(2, ["--session-max-entries", "2", "--session-max-id-bytes", "8"]);
+    for (const w of ["w1", "w2"]) fleet.scripts.set(w, ok);
+    const turn = (id: string) => call("/v1/chat/completions", body, { headers: { "x-session-id": id } });
+    for (const id of ["s1", "s2", "s1"]) expect((await turn(id)).status).toBe(200);
+    const full = await turn("s3");
+    expect(full.status).toBe(503);
+    expect((await full.json()).error.code).toBe("KVGATE_ERR_SESSION_LIMIT");
+    expect((await turn("s2")).status).toBe(200); // known sessions still route
+    const long = await turn("ninechars");
+    expect(long.status).toBe(400);
+    expect((await long.json()).error.message).toContain("longer than 8 bytes");
   });
 });
