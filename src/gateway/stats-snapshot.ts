@@ -77,7 +77,11 @@ export interface StatsBody {
   interval_ms: number;
   window_ms: number;
   workers: WorkerStats[];
-  router: { queue_depth: number; live_bookings: number; open_plans: number; sessions: number; index_entries: number; index_capacity: number };
+  router: {
+    queue_depth: number; live_bookings: number; open_plans: number; sessions: number; index_entries: number; index_capacity: number;
+    /** Prompt blocks whose hashes the core's prompt memo supplied, and blocks hashed (cumulative; both 0 with the memo off). */
+    prompt_memo_reused_blocks: number; prompt_memo_hashed_blocks: number;
+  };
   kv_events: { streams: number; cold_streams: number; replaying: number; events: number; gaps: number; cold_marks: number; restarts: number; dropped: number };
   series: TimelineSeries;
   /** Decisions made since start; `decisions` holds the newest (newest first, at most MAX_STATS_DECISIONS). */
@@ -152,7 +156,7 @@ export function buildStats(gw: GatewayState, opts: { since?: number } = {}): Sta
   const dropped = ingest.droppedBlockSize + ingest.droppedTokenCount + ingest.droppedTier + ingest.droppedGroup + ingest.droppedExtraKeys + ingest.droppedLora;
   return {
     object: "kvgate.stats", now: gw.now(), interval_ms: tl.options.intervalMs, window_ms: tl.windowMs, workers,
-    router: { queue_depth: snap.queueDepth, live_bookings: snap.liveBookings, open_plans: snap.openPlans, sessions: snap.sessions, index_entries: gw.index.stats().entries, index_capacity: gw.index.options.capacity },
+    router: { queue_depth: snap.queueDepth, live_bookings: snap.liveBookings, open_plans: snap.openPlans, sessions: snap.sessions, index_entries: gw.index.stats().entries, index_capacity: gw.index.options.capacity, ...memoStats(gw) },
     kv_events: {
       streams: ingest.streams, cold_streams: ingest.coldStreams, replaying: ingest.replaying,
       events: ingest.storedEvents + ingest.removedEvents + ingest.clearedEvents, gaps: ingest.gaps, cold_marks: ingest.coldMarks, restarts: ingest.restarts, dropped,
@@ -162,4 +166,9 @@ export function buildStats(gw: GatewayState, opts: { since?: number } = {}): Sta
     // An incremental poll already holds the older decisions: only those made since its interval start are sent.
     decisions: gw.decisions.recent(MAX_STATS_DECISIONS).filter((d) => opts.since === undefined || d.at >= opts.since).map(decisionStats),
   };
+}
+
+function memoStats(gw: GatewayState): { prompt_memo_reused_blocks: number; prompt_memo_hashed_blocks: number } {
+  const c = gw.index.counters();
+  return { prompt_memo_reused_blocks: c.memoReused, prompt_memo_hashed_blocks: c.memoHashed };
 }

@@ -25,7 +25,10 @@ async function gateway(extra: string[]) {
     const text = await (await gw.fetch(new Request("http://kvgate.test/metrics"))).text();
     return Object.fromEntries([...text.matchAll(/^kvgate_prompt_memo_blocks_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
   };
-  return { gw, route, memo };
+  const stats = async () => ((await (await gw.fetch(new Request("http://kvgate.test/v1/stats", { headers: { authorization: `Bearer ${TOKEN}` } }))).json()) as {
+    router: { prompt_memo_reused_blocks: number; prompt_memo_hashed_blocks: number };
+  }).router;
+  return { gw, route, memo, stats };
 }
 
 /** Five turns of one conversation, each repeating the ones before, as chat clients send them. */
@@ -58,5 +61,6 @@ describe("prompt memo in the gateway", () => {
     // previous turn shared with it: well over half of all blocks.
     expect(m.reused!).toBeGreaterThan(blocks / 2);
     expect(await off.memo()).toEqual({ reused: 0, hashed: 0 });
+    expect(await on.stats()).toMatchObject({ prompt_memo_reused_blocks: m.reused, prompt_memo_hashed_blocks: m.hashed });
   });
 });
