@@ -108,8 +108,10 @@ const noReplay: ReplaySource = {
 };
 
 function snapshot(index: KvIndex): unknown {
+  // The prompt memo's counters move with the matching below (they count hashing, not index state).
+  const { memoReused: _reused, memoHashed: _hashed, ...counters } = index.counters();
   return {
-    counters: index.counters(),
+    counters,
     stats: index.stats(),
     matches: hooks.findMatches(index, T, { blockSize: 16 }).matches,
     lora: hooks.findMatches(index, T, { blockSize: 16, lora: "Alice" }).matches,
