@@ -2,7 +2,7 @@
  * @module Tokenization cost with the Qwen3 tokenizer (the gateway budget is ≤ 0.5 ms added p50 at 1k tokens,
  * tokenization included): load time, then per-call p50/p99 after warm-up for 1k- and 8k-token prompts — the
  * library's encode, kvgate's cached encoder on repeated, re-worded and never-seen text, full chat
- * render+encode, and approximate mode. Run: `npx tsx bench/tokenize.ts` (or through bench/run.ts as `tokenize`).
+ * render+encode, a conversation's next turn (with and without the whole-section cache), and approximate mode. Run: `npx tsx bench/tokenize.ts` (or through bench/run.ts as `tokenize`).
  * Args: `--quick` (fewer calls).
  */
 import { readFileSync } from "node:fs";
@@ -47,6 +47,7 @@ export async function main(args: string[]): Promise<void> {
   const tokenizerConfig = JSON.parse(readFileSync(new URL("tokenizer_config.json", QWEN3), "utf8"));
   const t1 = now();
   const precise = new PreciseTokenizer({ model: "Qwen/Qwen3-0.6B", tokenizerJson, tokenizerConfig });
+  const noSections = new PreciseTokenizer({ model: "Qwen/Qwen3-0.6B", tokenizerJson, tokenizerConfig, sectionCacheBytes: 0 });
   const t2 = now();
   const lib = new Tokenizer(tokenizerJson, tokenizerConfig);
   const approx = new ApproximateTokenizer();
@@ -85,6 +86,18 @@ export async function main(args: string[]): Promise<void> {
     row("kvgate chat render only", exact, time(calls, warm, (i) => precise.renderChat(chat(reworded[i % reworded.length]!)).length));
     row("kvgate chat render+encode, re-worded", exact, time(calls, 0, (i) => precise.tokenizeChat(chat(reworded[i]!)).length));
     row("approximate chat, re-worded", exact, time(calls, 0, (i) => approx.tokenizeChat(chat(reworded[i]!)).length));
+    // A conversation's next turn: 16 earlier messages (the history, n tokens in all) and a new ~100-token question
+    // per call, as a chat client re-sends them; with and without the encoder's whole-section cache.
+    const history = Array.from({ length: 16 }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: reworded[k]!.slice(0, Math.ceil(reworded[k]!.length / 16)) }));
+    const questions = Array.from({ length: warm + calls }, (_, i) => reword(9000 + i).slice(0, 400));
+    const turn = (i: number): ChatRequestBody => ({
+      messages: [{ role: "system", content: "You are a helpful assistant." }, ...history, { role: "user", content: questions[i]! }],
+      chat_template_kwargs: { enable_thinking: false },
+    });
+    const turnTokens = precise.tokenizeChat(turn(0)).length;
+    row("kvgate chat, conversation's next turn", turnTokens, time(calls, warm, (i) => precise.tokenizeChat(turn(i % questions.length)).length));
+    row("  render only", turnTokens, time(calls, warm, (i) => precise.renderChat(turn(i % questions.length)).length));
+    row("  same, section cache off", turnTokens, time(calls, warm, (i) => noSections.tokenizeChat(turn(i % questions.length)).length));
   }
   const w = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const r of rows) console.log(r.map((v, c) => (c === 0 ? v.padEnd(w[c]!) : v.padStart(w[c]!))).join("  "));

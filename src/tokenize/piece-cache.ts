@@ -1,15 +1,19 @@
 /**
  * @module A bounded string-keyed cache with two generations: O(1) hits with no reordering, and memory capped at
  * twice the generation size however many distinct keys arrive (a strict LRU would pay a delete+insert per hit).
+ * A generation holds `generation` entries, or with `weigh` that much total weight (bytes, say).
  */
 
 export class PieceCache<V> {
   #hot = new Map<string, V>();
   #cold = new Map<string, V>();
+  #hotWeight = 0;
   readonly #generation: number;
+  readonly #weigh: ((key: string, value: V) => number) | undefined;
 
-  constructor(generation: number) {
+  constructor(generation: number, weigh?: (key: string, value: V) => number) {
     this.#generation = Math.max(1, generation);
+    this.#weigh = weigh;
   }
 
   get(key: string): V | undefined {
@@ -22,11 +26,16 @@ export class PieceCache<V> {
   }
 
   set(key: string, value: V): void {
-    if (this.#hot.size >= this.#generation) {
+    const w = this.#weigh ? this.#weigh(key, value) : 1;
+    // An entry heavier than a generation would flush the cache on every insert: it is not kept.
+    if (w > this.#generation) return;
+    if (this.#hotWeight + w > this.#generation) {
       this.#cold = this.#hot;
       this.#hot = new Map();
+      this.#hotWeight = 0;
     }
     this.#hot.set(key, value);
+    this.#hotWeight += w;
   }
 
   get size(): number {
@@ -36,5 +45,6 @@ export class PieceCache<V> {
   clear(): void {
     this.#hot.clear();
     this.#cold.clear();
+    this.#hotWeight = 0;
   }
 }

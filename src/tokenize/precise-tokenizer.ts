@@ -36,6 +36,8 @@ export interface PreciseTokenizerInit {
   chatTemplate?: TemplateSource;
   blockSizeHint?: number;
   pieceCacheSize?: number;
+  /** Bytes per generation of the encoder's whole-section cache (TokenEncoderOptions.sectionCacheBytes). */
+  sectionCacheBytes?: number;
   templateOptions?: Omit<ChatTemplateOptions, "specialTokens">;
 }
 
@@ -61,7 +63,7 @@ export class PreciseTokenizer implements PromptTokenizer {
     } catch (e) {
       throw new KvgateError("KVGATE_ERR_TOKENIZER", `tokenizer for ${init.model} does not load: ${(e as Error).message}`, { model: init.model }, { cause: e });
     }
-    this.encoder = createTokenEncoder(tok, init.tokenizerJson, init.tokenizerConfig, { pieceCacheSize: init.pieceCacheSize });
+    this.encoder = createTokenEncoder(tok, init.tokenizerJson, init.tokenizerConfig, { pieceCacheSize: init.pieceCacheSize, sectionCacheBytes: init.sectionCacheBytes });
     const source = init.chatTemplate ?? asTemplateSource(init.tokenizerConfig.chat_template);
     this.#template = source === undefined ? null : new ChatTemplate(source, { ...init.templateOptions, specialTokens: specialTokenVariables(init.tokenizerConfig) });
   }

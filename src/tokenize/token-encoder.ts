@@ -10,6 +10,8 @@
  * tokenizer itself never crosses: added tokens, and pieces once the whole section has been split.)
  * Most of the library's time goes to mapping each piece to byte-level characters; a cache hit skips that and BPE,
  * and a miss runs kvgate's own merge loop (`bpe-merge.ts`), which gives the same tokens several times faster.
+ * Whole sections are cached too (by their final text, after lstrip/rstrip): a chat template puts added tokens around
+ * every message, so a conversation's next turn finds each earlier message's ids at once, with no regex split.
  */
 import {
   BPE,
@@ -29,6 +31,8 @@ export interface TokenEncoder {
   encode(text: string, addSpecialTokens: boolean): Uint32Array;
   /** True when the cached byte-level path is in use; false means every call goes through the library. */
   readonly fast: boolean;
+  /** Sections (text between added tokens, ≥ 64 chars) found in the section cache, and encoded (fast path only). */
+  readonly sections: { hits: number; misses: number };
 }
 
 type Json = Record<string, any>;
@@ -90,7 +94,12 @@ export interface TokenEncoderOptions {
   pieceCacheSize?: number;
   /** Run cache misses through the library's BPE instead of kvgate's merge loop (for differential tests). */
   libraryMerges?: boolean;
+  /** Bytes of whole sections' ids kept per generation (two generations); 0 turns the section cache off. Default 4 MiB. */
+  sectionCacheBytes?: number;
 }
+
+/** Sections shorter than this go through the piece cache alone: a Map lookup by the section saves little there. */
+const MIN_SECTION = 64;
 
 export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokenizerConfig: Json, opts: TokenEncoderOptions = {}): TokenEncoder {
   const slow = (text: string, add: boolean): Uint32Array => {
@@ -98,7 +107,7 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
     return Uint32Array.from(ids);
   };
   const parts = fastParts(tok, tokenizerJson, tokenizerConfig);
-  if (!parts) return { encode: slow, fast: false };
+  if (!parts) return { encode: slow, fast: false, sections: { hits: 0, misses: 0 } };
   const specials = specialsAround(tok);
   const { addedRe, added, stages, byteLevel } = parts;
   const vocab = tok.model!.tokens_to_ids;
@@ -106,6 +115,9 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
   const model = tok.model!;
   const normalizer = tok.normalizer;
   const cache = new PieceCache<number | Uint32Array>(opts.pieceCacheSize ?? 1 << 16);
+  const sectionBytes = opts.sectionCacheBytes ?? 4 << 20;
+  const sectionCache = sectionBytes > 0 ? new PieceCache<Uint32Array>(sectionBytes, (k, v) => 2 * k.length + v.byteLength + 64) : null;
+  const sectionStats = { hits: 0, misses: 0 };
   // Misses go through our merge loop when the model allows it, else through the library's model.
   const merger = opts.libraryMerges ? null : BpeMerger.create(tokenizerJson.model ?? {}, vocab, byteLevel.byte_encoder);
   let out = new Uint32Array(4096);
@@ -183,10 +195,21 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
       if (s.length === 0) continue;
       const a = added.get(s);
       if (a) push(a.id);
-      else if (!encodeSection(s)) return slow(text, add);
+      else if (sectionCache && s.length >= MIN_SECTION) {
+        const hit = sectionCache.get(s);
+        if (hit) {
+          sectionStats.hits++;
+          for (let i = 0; i < hit.length; i++) push(hit[i]!);
+          continue;
+        }
+        sectionStats.misses++;
+        const start = n;
+        if (!encodeSection(s)) return slow(text, add);
+        sectionCache.set(s, out.slice(start, n));
+      } else if (!encodeSection(s)) return slow(text, add);
     }
     if (add) for (const id of specials!.suffix) push(id);
     return out.slice(0, n);
   };
-  return { encode: fastEncode, fast: true };
+  return { encode: fastEncode, fast: true, sections: sectionStats };
 }

@@ -74,6 +74,40 @@ describe("token encoder", () => {
     expect(Array.from(enc.encode(t, false))).toEqual(first);
   });
 
+  it("should give the library's ids on a conversation's turns, whole messages coming from the section cache", () => {
+    // Qwen3's chat layout: every message between <|im_start|> and <|im_end|>, so each is a section of its own.
+    const sectioned = createTokenEncoder(lib, files.tokenizerJson, files.tokenizerConfig, { sectionCacheBytes: 64 << 10 });
+    const hostile = randomTexts(60, 17).map((t) => t.replace(/<\|im_(start|end)\|>/g, ""));
+    let chat = "<|im_start|>system\nYou are a careful assistant. Answer in full sentences, cite sources.   \n\n<|im_end|>\n";
+    for (let turn = 0; turn < 30; turn++) {
+      chat += `<|im_start|>user\n${hostile[2 * turn]} question ${turn}: ${"why ".repeat(turn % 7 + 10)}${hostile[2 * turn + 1]}<|im_end|>\n`;
+      const prompt = chat + "<|im_start|>assistant\n";
+      for (let again = 0; again < 2; again++) {
+        expect(Array.from(sectioned.encode(prompt, false)), `turn ${turn}`).toEqual(lib.encode(prompt, { add_special_tokens: false }).ids);
+      }
+      chat += `<|im_start|>assistant\n${"Because ".repeat(turn % 5 + 8)}${hostile[turn]}<|im_end|>\n`;
+    }
+    // Every turn after the first finds the earlier messages (64 KiB hold this whole conversation).
+    expect(sectioned.sections.hits).toBeGreaterThan(10 * sectioned.sections.misses);
+    const off = createTokenEncoder(lib, files.tokenizerJson, files.tokenizerConfig, { sectionCacheBytes: 0 });
+    off.encode(chat, false);
+    expect(off.sections).toEqual({ hits: 0, misses: 0 });
+  });
+
+  it("should stay exact when the section cache is small and rotates constantly", () => {
+    const tiny = createTokenEncoder(lib, files.tokenizerJson, files.tokenizerConfig, { sectionCacheBytes: 1024 });
+    const texts = Array.from({ length: 40 }, (_, i) => `<|im_start|>user\n${"long message number ".repeat(3 + (i % 9))}${i}<|im_end|>\n`);
+    for (let round = 0; round < 3; round++) {
+      for (const t of texts) {
+        const want = lib.encode(t, { add_special_tokens: false }).ids;
+        for (let again = 0; again < 2; again++) expect(Array.from(tiny.encode(t, false))).toEqual(want);
+      }
+    }
+    // The second of each pair hits; the next round misses again (a generation holds two or three of these).
+    expect(tiny.sections.hits).toBe(120);
+    expect(tiny.sections.misses).toBe(120);
+  });
+
   it("should return a fresh array each call (callers may keep it)", () => {
     const a = enc.encode("hello world", false);
     const b = enc.encode("other text", false);
