@@ -26,6 +26,7 @@ import {
 } from "./hf-tokenizers.ts";
 import { BpeMerger } from "./bpe-merge.ts";
 import { PieceCache } from "./piece-cache.ts";
+import { detach } from "./detach-string.ts";
 
 export interface TokenEncoder {
   encode(text: string, addSpecialTokens: boolean): Uint32Array;
@@ -101,6 +102,7 @@ export interface TokenEncoderOptions {
 /** Sections shorter than this go through the piece cache alone: a Map lookup by the section saves little there. */
 const MIN_SECTION = 64;
 
+
 export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokenizerConfig: Json, opts: TokenEncoderOptions = {}): TokenEncoder {
   const slow = (text: string, add: boolean): Uint32Array => {
     const ids = tok.encode(text, { add_special_tokens: add }).ids;
@@ -149,7 +151,7 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
     }
     if (ids === undefined) return undefined;
     const v = ids.length === 1 ? ids[0]! : ids;
-    if (piece.length <= 256) cache.set(piece, v);
+    if (piece.length <= 256) cache.set(detach(piece), v);
     return v;
   };
 
@@ -205,7 +207,7 @@ export function createTokenEncoder(tok: HfTokenizer, tokenizerJson: Json, tokeni
         sectionStats.misses++;
         const start = n;
         if (!encodeSection(s)) return slow(text, add);
-        sectionCache.set(s, out.slice(start, n));
+        sectionCache.set(detach(s), out.slice(start, n));
       } else if (!encodeSection(s)) return slow(text, add);
     }
     if (add) for (const id of specials!.suffix) push(id);
