@@ -6,6 +6,7 @@ import { Hono, type Context } from "hono";
 import { bodyLimit } from "./body-limit.ts";
 import { completionHandler } from "./completion-handler.ts";
 import type { GatewayState } from "./gateway-state.ts";
+import type { PromptTokenizer } from "../tokenize/types.ts";
 import { notFoundResponse, toErrorResponse } from "./http-errors.ts";
 import { routePlanRoutes } from "./route-plans.ts";
 import { routePreviewHandler } from "./route-preview.ts";
@@ -59,7 +60,7 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
     const ready = healthy > 0;
     return c.json({ status: ready ? "ready" : "not_ready", workers: gw.fleet.size, healthy_workers: healthy }, ready ? 200 : 503);
   });
-  app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index, gw.ingest.hub.counters(), gw.ingest.zmqCounters()), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
+  app.get("/metrics", () => new Response(gw.metrics.render(gw.router.snapshot(), gw.index, gw.ingest.hub.counters(), gw.ingest.zmqCounters(), loadedTokenizers(gw)), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
   app.get("/v1/models", (c) => c.json({ object: "list", data: gw.fleet.models() }));
 
   const limit = bodyLimit(gw.config.maxBodyBytes);
@@ -70,4 +71,14 @@ export function createApp(gw: GatewayState, hooks: AppHooks): Hono {
   app.route("/admin", adminRoutes(gw));
   app.route("/", statsRoutes(gw));
   return app;
+}
+
+/** The precise tokenizers in memory now (none are loaded by a scrape). */
+function loadedTokenizers(gw: GatewayState): PromptTokenizer[] {
+  const out: PromptTokenizer[] = [];
+  for (const m of gw.registry.loadedModels()) {
+    const t = gw.registry.peek(m);
+    if (t) out.push(t);
+  }
+  return out;
 }

@@ -2,6 +2,7 @@
  * @module The gateway's Prometheus families (names follow the reference router's where it has one, with a
  * `kvgate_` prefix) and the few helpers that feed them, so handlers record facts rather than metric plumbing.
  */
+import type { PromptTokenizer } from "../tokenize/types.ts";
 import type { KvIndex } from "../core/kv-index.ts";
 import type { IngestTotals } from "../events/index.ts";
 import type { FreeReason, RouteSignals, RouterSnapshot } from "../routing/index.ts";
@@ -83,6 +84,7 @@ export class GatewayMetrics {
   readonly kvIngest = this.registry.counter("kvgate_kv_ingest_total", "KV-event ingestion counters summed over every engine stream (drops by reason, gaps, restarts, cold marks, …)");
   readonly kvStreams = this.registry.gauge("kvgate_kv_event_streams", "Open engine KV-event streams, and how many are cold (index view incomplete)");
   readonly kvApplied = this.registry.counter("kvgate_kv_events_applied_total", "KV events applied to the index, by status");
+  readonly tokenizerSections = this.registry.counter("kvgate_tokenizer_sections_total", "Precise tokenizers: whole sections between added tokens (chat messages) taken from the section cache (outcome=hit) or encoded (miss), by model");
   readonly promptMemo = this.registry.counter("kvgate_prompt_memo_blocks_total", "Prompt blocks routed through the prompt memo: outcome=reused (hashes taken from a remembered prompt after comparing tokens) or hashed");
   readonly zmqConnections = this.registry.counter("kvgate_zmq_connection_events_total", "ZeroMQ KV-event sockets to engines: connects, disconnects, receive errors, connections closed for breaking the protocol");
   readonly kvBatches = this.registry.counter("kvgate_kv_event_batches_total", "KV-event batches received, by result");
@@ -199,7 +201,13 @@ export class GatewayMetrics {
   }
 
   /** The exposition text, with the load gauges and ingest counters refreshed from their sources first. */
-  render(snap: RouterSnapshot, index: KvIndex, ingest: IngestTotals, zmq?: Readonly<ZmqConnectionCounters>): string {
+  render(snap: RouterSnapshot, index: KvIndex, ingest: IngestTotals, zmq?: Readonly<ZmqConnectionCounters>,
+    tokenizers: readonly PromptTokenizer[] = []): string {
+    for (const t of tokenizers) {
+      if (!t.sections) continue;
+      this.#sync(this.tokenizerSections, { model: t.model, outcome: "hit" }, t.sections.hits);
+      this.#sync(this.tokenizerSections, { model: t.model, outcome: "miss" }, t.sections.misses);
+    }
     if (zmq) for (const [k, event] of Object.entries(ZMQ_EVENTS)) this.#sync(this.zmqConnections, { event }, zmq[k as keyof typeof ZMQ_EVENTS]);
     const core = index.counters() as Record<string, number>;
     for (const [k, status] of Object.entries(EVENT_STATUS)) this.#sync(this.kvApplied, { status }, core[k] ?? 0);

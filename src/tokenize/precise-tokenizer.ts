@@ -54,6 +54,10 @@ export class PreciseTokenizer implements PromptTokenizer {
   readonly encoder: TokenEncoder;
   readonly #template: ChatTemplate | null;
 
+  get sections(): { hits: number; misses: number } {
+    return this.encoder.sections;
+  }
+
   constructor(init: PreciseTokenizerInit) {
     this.model = init.model;
     this.blockSizeHint = init.blockSizeHint ?? 16;

@@ -106,6 +106,8 @@ export interface PromptTokenizer {
   tokenizeChat(body: ChatRequestBody, notes?: TokenizeNotes): Uint32Array;
   /** Token ids of a completions body's (first) prompt. Throws `KvgateError`. */
   tokenizeCompletion(body: CompletionRequestBody, notes?: TokenizeNotes): Uint32Array;
+  /** Precise mode: whole sections (chat messages) found in the encoder's section cache, and encoded (cumulative). */
+  readonly sections?: { readonly hits: number; readonly misses: number };
 }
 
 /** Complete blocks in a prompt of `tokens` tokens; the engine (and the router) only hash complete blocks. */
