@@ -4,47 +4,56 @@
 import { reserve } from "../memory";
 import { E_BAD_ARG, E_NO_MEMORY, E_STATE, OK, C_MEMO_REUSED, C_MEMO_HASHED } from "../abi";
 
-// Keys (local hash of block 0) sit in their own dense array so a lookup scans 8 bytes per entry.
-// Entry record (ENTRY bytes): unused u64, seed u64, ring position u64, last use u64,
-// tokens i32, blocks i32, block size i32, flags i32.
-const ENTRY: usize = 48;
+// A prompt is found by the local hash of one of its blocks at positions 0, 1, 3, 7, 15, …: each entry is filed
+// under block 0 and under the deepest such position it holds, in a direct-mapped directory. Conversations that
+// share a system prompt differ at their deep key, so each finds its own history; a new one still finds the
+// system prompt through block 0.
+// Entry record (ENTRY bytes): block-0 key u64, seed u64, ring position u64, last use u64, block size i32,
+// tokens i32, blocks i32, flags i32, deep key u64, deep position i32, pad.
+const ENTRY: usize = 64;
 const MAX_ENTRIES: i32 = 4096;
 
-let keys: usize = 0, entries: usize = 0, entryCount = 0;
+let entries: usize = 0, entryCount = 0;
+let dir: usize = 0, dirMask: u64 = 0;
 let ring: usize = 0, ringBytes: u64 = 0;
 let writePos: u64 = 0, clock: u64 = 0;
 let counters: usize = 0;
 // Doorkeeper: block-0 keys seen once, direct-mapped. A prompt is remembered only when its key was seen before (or a
-// remembered prompt shares it), so one-off prompts cost a probe instead of a copy into the ring and evict nothing.
+// remembered prompt shares a key with it), so one-off prompts cost a probe instead of a copy into the ring.
 let seen: usize = 0, seenMask: u64 = 0;
 // The lookup's choice, kept for `memoKeep` of the same prompt.
-let best = -1, bestTokens = 0, bestBlocks = 0, sameKey = 0, sameOldest = -1;
-const SAME_KEY_MAX = 8;
+let best = -1, bestTokens = 0, bestBlocks = 0;
 
 /** Reserves the memo: `count` entries over a ring of `bytes` (0 and 0: off). Once per instance. */
 export function memoInit(count: i32, bytes: i32, countersAt: usize): i32 {
   if (entries != 0) return E_STATE;
   if (count < 0 || count > MAX_ENTRIES || bytes < 0 || (count == 0) != (bytes == 0)) return E_BAD_ARG;
   if (count == 0) return OK;
-  let seenSlots: u32 = 1024;
-  while (seenSlots < <u32>count * 16) seenSlots <<= 1;
-  // Keys padded to a multiple of 4 for the vector scan; padding keys stay 0 and their entries never live.
-  const k = reserve(<usize>((count + 3) & ~3) << 3), e = reserve(<usize>((count + 3) & ~3) * ENTRY), r = reserve(<usize>bytes & ~7);
-  const d = reserve(<usize>seenSlots << 3);
-  if (k == 0 || e == 0 || r == 0 || d == 0) return E_NO_MEMORY;
-  seen = d;
-  seenMask = <u64>(seenSlots - 1);
-  keys = k;
-  counters = countersAt;
+  let slots: u32 = 1024;
+  while (slots < <u32>count * 16) slots <<= 1;
+  const e = reserve(<usize>count * ENTRY), r = reserve(<usize>bytes & ~7);
+  const d = reserve(<usize>slots << 2), s = reserve(<usize>slots << 3);
+  if (e == 0 || r == 0 || d == 0 || s == 0) return E_NO_MEMORY;
   entries = e;
   entryCount = count;
   ring = r;
   ringBytes = <u64>(bytes & ~7);
+  dir = d;
+  dirMask = <u64>(slots - 1);
+  seen = s;
+  seenMask = <u64>(slots - 1);
+  counters = countersAt;
   return OK;
 }
 
 export function memoEnabled(): bool {
   return entryCount > 0;
+}
+
+/** The next key position after `p` (0, 1, 3, 7, …). */
+// @ts-ignore: decorator
+@inline export function nextKeyPosition(p: i32): i32 {
+  return p * 2 + 1;
 }
 
 // @ts-ignore: decorator
@@ -60,6 +69,12 @@ export function memoEnabled(): bool {
 // @ts-ignore: decorator
 @inline function at(pos: u64): usize {
   return ring + <usize>(pos % ringBytes);
+}
+
+// @ts-ignore: decorator
+@inline function slotOf(key: u64, p: i32): usize {
+  const h = (key ^ (<u64>p * 0x9E3779B97F4A7C15)) * 0xBF58476D1CE4E5B9;
+  return dir + (<usize>((h >> 32) & dirMask) << 2);
 }
 
 /** Tokens the two arrays share from the start, up to `n`. */
@@ -93,39 +108,45 @@ function commonPrefix(a: usize, b: usize, n: i32): i32 {
   return eagle ? (tokens > 0 ? (tokens - 1) / blockSize : 0) : tokens / blockSize;
 }
 
+/** The entry filed under (key, p) for this seed, block size and flags, or -1. */
+function lookup(key: u64, p: i32, seed: u64, blockSize: i32, flags: i32): i32 {
+  const i = load<i32>(slotOf(key, p)) - 1;
+  if (i < 0) return -1;
+  const e = entries + <usize>i * ENTRY;
+  if (!live(e) || load<u64>(e, 8) != seed || load<i32>(e, 32) != blockSize || load<i32>(e, 44) != flags) return -1;
+  const filed = p == 0 ? load<u64>(e) == key : load<i32>(e, 56) == p && load<u64>(e, 48) == key;
+  return filed ? i : -1;
+}
+
 /**
- * Copies into `local`/`seq` the hashes of the longest prefix a remembered prompt shares with this one (block 0's
- * local hash, already in `local`, is the key). Returns how many leading blocks are now hashed (at least 1).
- *
- * Full token compares are bounded: an entry is compared only if it passes a two-token probe (its last shared token
- * and the middle one match, as when this prompt repeats or extends it) and could beat the best so far; when none
- * passes, the most recently used entry of the key is compared (its shared system prompt, say). Entries per key are
- * capped (SAME_KEY_MAX), so a popular system prompt cannot turn a lookup into a scan of the whole ring.
+ * Copies into `local`/`seq` the hashes of the longest prefix a remembered prompt shares with this one. `local`
+ * already holds this prompt's local hashes at the key positions (0, 1, 3, 7, … below `n`). Deeper keys are tried
+ * first: an entry sharing more blocks is filed under a deeper one. Returns how many leading blocks are now hashed
+ * (at least 1).
  */
 export function memoReuse(tokens: usize, nTokens: i32, n: i32, blockSize: i32, seed: u64, flags: i32, eagle: bool,
   local: usize, seq: usize): i32 {
   best = -1;
   bestTokens = 0;
   bestBlocks = 0;
-  sameKey = 0;
-  sameOldest = -1;
-  let oldest: u64 = u64.MAX_VALUE, recent = -1, recentUsed: u64 = 0, recentProbed = false;
-  const key = load<u64>(local);
-  for (let i = nextKey(0, key); i < entryCount; i = nextKey(i + 1, key)) {
-    const e = entries + <usize>i * ENTRY;
-    if (load<u64>(e, 8) != seed || load<i32>(e, 32) != blockSize || load<i32>(e, 44) != flags || !live(e)) continue;
-    sameKey++;
-    const used = load<u64>(e, 24);
-    if (used < oldest) { oldest = used; sameOldest = i; }
-    const m = min(nTokens, load<i32>(e, 36));
-    const base = at(load<u64>(e, 16));
-    const last = <usize>(m - 1) << 2, mid = <usize>((m - 1) >> 1) << 2;
-    const probed = load<u32>(tokens + last) == load<u32>(base + last) && load<u32>(tokens + mid) == load<u32>(base + mid);
-    if (used >= recentUsed) { recentUsed = used; recent = i; recentProbed = probed; }
-    if (!probed || min(min(blocksWithin(m, blockSize, eagle), n), load<i32>(e, 40)) <= bestBlocks) continue;
-    consider(i, tokens, nTokens, n, blockSize, eagle);
+  let deepest = 0;
+  while (nextKeyPosition(deepest) < n) deepest = nextKeyPosition(deepest);
+  for (let p = deepest; ; p = (p - 1) >> 1) {
+    const i = lookup(load<u64>(local + (<usize>p << 3)), p, seed, blockSize, flags);
+    if (i >= 0 && i != best) {
+      const e = entries + <usize>i * ENTRY;
+      const common = commonPrefix(tokens, at(load<u64>(e, 16)), min(nTokens, load<i32>(e, 36)));
+      const blocks = min(min(blocksWithin(common, blockSize, eagle), n), load<i32>(e, 40));
+      if (best < 0 || blocks > bestBlocks || (blocks == bestBlocks && common > bestTokens)) {
+        best = i;
+        bestTokens = common;
+        bestBlocks = blocks;
+      }
+      // A shallower key cannot name an entry sharing more blocks than one that already reaches past this position.
+      if (bestBlocks > p) break;
+    }
+    if (p == 0) break;
   }
-  if (bestBlocks <= 1 && recent >= 0 && !recentProbed) consider(recent, tokens, nTokens, n, blockSize, eagle);
   if (best < 0 || bestBlocks <= 1) return 1;
   const e = entries + <usize>best * ENTRY;
   const base = at(load<u64>(e, 16)), eb = load<i32>(e, 40);
@@ -135,41 +156,10 @@ export function memoReuse(tokens: usize, nTokens: i32, n: i32, blockSize: i32, s
   return bestBlocks;
 }
 
-/** The first entry at or after `i` whose key is `key`, or entryCount. */
-function nextKey(i: i32, key: u64): i32 {
-  if (ASC_FEATURE_SIMD) {
-    // Four keys per step until the group holding a match.
-    while ((i & 3) != 0 && i < entryCount) {
-      if (load<u64>(keys + (<usize>i << 3)) == key) return i;
-      i++;
-    }
-    const kv = i64x2.splat(key);
-    while (i < entryCount) {
-      const p = keys + (<usize>i << 3);
-      if (v128.any_true(v128.or(i64x2.eq(v128.load(p), kv), i64x2.eq(v128.load(p, 16), kv)))) break;
-      i += 4;
-    }
-  }
-  while (i < entryCount && load<u64>(keys + (<usize>i << 3)) != key) i++;
-  return i;
-}
-
-/** Compares entry `i` token by token and makes it the best if it shares more complete blocks. */
-function consider(i: i32, tokens: usize, nTokens: i32, n: i32, blockSize: i32, eagle: bool): void {
-  const e = entries + <usize>i * ENTRY;
-  const common = commonPrefix(tokens, at(load<u64>(e, 16)), min(nTokens, load<i32>(e, 36)));
-  const blocks = min(min(blocksWithin(common, blockSize, eagle), n), load<i32>(e, 40));
-  if (best < 0 || blocks > bestBlocks || (blocks == bestBlocks && common > bestTokens)) {
-    best = i;
-    bestTokens = common;
-    bestBlocks = blocks;
-  }
-}
-
 /**
- * Remembers this prompt (after `memoReuse` and hashing) when it adds complete blocks to what the memo holds and its
- * block-0 key is not new: it replaces the entry it extends, else the least recently used one. A prompt the memo
- * already covers only refreshes it.
+ * Remembers this prompt (after `memoReuse` and hashing) when it adds complete blocks to what the memo holds and it
+ * is not new (a remembered prompt shares its first blocks, or its block-0 key was seen before): it replaces the
+ * entry it extends, else the least recently used one. A prompt the memo already covers only refreshes it.
  */
 export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, seed: u64, flags: i32,
   local: usize, seq: usize): void {
@@ -182,8 +172,9 @@ export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, se
     store<u64>(entries + <usize>best * ENTRY, clock, 24);
     return;
   }
-  if (sameKey == 0) {
-    const key = load<u64>(local);
+  const key = load<u64>(local);
+  // Shares no block with what the memo holds (a deep key can match by coincidence): new unless seen before.
+  if (bestBlocks == 0) {
     const slot = seen + (<usize>((key ^ (key >> 29)) & seenMask) << 3);
     if (load<u64>(slot) != key) {
       store<u64>(slot, key);
@@ -194,7 +185,6 @@ export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, se
   if (size > ringBytes) return;
   let victim = -1;
   if (best >= 0 && bestTokens == load<i32>(entries + <usize>best * ENTRY, 36)) victim = best;
-  else if (sameKey >= SAME_KEY_MAX) victim = sameOldest;
   else {
     let oldest: u64 = u64.MAX_VALUE;
     for (let i = 0; i < entryCount; i++) {
@@ -216,8 +206,10 @@ export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, se
   const hashes = dst + <usize>(((<u64>nTokens << 2) + 7) & ~7);
   memory.copy(hashes, local, <usize>n << 3);
   memory.copy(hashes + (<usize>n << 3), seq, <usize>n << 3);
+  let deep = 0;
+  while (nextKeyPosition(deep) < n) deep = nextKeyPosition(deep);
   const e = entries + <usize>victim * ENTRY;
-  store<u64>(keys + (<usize>victim << 3), load<u64>(local));
+  store<u64>(e, key);
   store<u64>(e, seed, 8);
   store<u64>(e, pos, 16);
   store<u64>(e, clock, 24);
@@ -225,4 +217,8 @@ export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, se
   store<i32>(e, nTokens, 36);
   store<i32>(e, n, 40);
   store<i32>(e, flags, 44);
+  store<u64>(e, load<u64>(local + (<usize>deep << 3)), 48);
+  store<i32>(e, deep, 56);
+  store<i32>(slotOf(key, 0), victim + 1);
+  if (deep > 0) store<i32>(slotOf(load<u64>(local + (<usize>deep << 3)), deep), victim + 1);
 }

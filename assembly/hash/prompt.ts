@@ -1,7 +1,7 @@
 // Whole-prompt block hashing (local + chained sequence hashes) in one call, so JS never crosses into WASM per block.
 import { xxh3, xxh3Pair, xxh3At64, xxh3At64Simd, prepareKeys64, KEYS64 } from "./xxh3";
 import { E_BAD_ARG, E_TOO_LONG } from "../abi";
-import { memoEnabled, memoReuse, memoKeep } from "./prompt-memo";
+import { memoEnabled, memoReuse, memoKeep, nextKeyPosition } from "./prompt-memo";
 
 /** The chain seed of the sequence hash; LoRA and namespace salts change only the local-hash seed. */
 export const CHAIN_SEED: u64 = 1337;
@@ -43,6 +43,11 @@ export function hashPrompt(
     return n;
   }
   hashRange(tokens, 0, 1, blockSize, window, stride, seed, mm, 0, scratch, local, seq);
+  // The memo's keys: local hashes of blocks 1, 3, 7, … (block 0's is in place; the 64-byte keys are prepared).
+  for (let p = nextKeyPosition(0); p < n; p = nextKeyPosition(p)) {
+    const src = tokens + <usize>p * stride;
+    store<u64>(local + (<usize>p << 3), window == 64 && stride == 64 ? xxh3At64(src) : xxh3(src, window, seed));
+  }
   const kind = flags & FLAG_EAGLE;
   const from = memoReuse(tokens, nTokens, n, blockSize, seed, kind, eagle, local, seq);
   hashRange(tokens, from, n, blockSize, window, stride, seed, mm, 0, scratch, local, seq);

@@ -87,9 +87,9 @@ export async function routeCost(run: Run): Promise<RouteCost> {
       log("  " + describe(m[key]!));
     }
     // A shared first half and a new second half on every call (a system prompt or document, then a new question):
-    // 16 prompts in turn, their second halves random, so each call finds only the first half remembered (the memo keeps
-    // at most 8 prompts per block-0 key); it reuses that half and remembers the prompt (a copy into its ring).
-    const halves = Array.from({ length: 16 }, (_, v) => {
+    // 256 prompts in turn, their second halves random, twice as many as the memo holds, so each call finds only the
+    // first half remembered; it reuses that half and remembers the prompt (a copy into its ring).
+    const halves = Array.from({ length: 256 }, (_, v) => {
       const t = new Uint32Array(rs.tokens.typical);
       let x = 0x9e3779b9 ^ (v * 0x85ebca6b) ^ bs;
       for (let i = 4096; i < t.length; i++) t[i] = (x = (Math.imul(x, 1664525) + 1013904223) >>> 0) & 0xffff;
@@ -100,7 +100,7 @@ export async function routeCost(run: Run): Promise<RouteCost> {
       let v = 0;
       m[key] = measure(`route bs=${bs} first half seen, second half new on every call${memo ? "" : ", memo bypassed"}`, (n) => {
         let a = 0;
-        for (let i = 0; i < n; i++) a += ridx.route(halves[v++ & 15]!, opts);
+        for (let i = 0; i < n; i++) a += ridx.route(halves[v++ & 255]!, opts);
         return a;
       }, { samples: S });
       log("  " + describe(m[key]!));

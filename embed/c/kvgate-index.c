@@ -99,8 +99,9 @@ static uint32_t budget_pages(const kvgate_options* o) {
   uint64_t dup = pow2_at_least((e16 > o->event_blocks ? e16 : o->event_blocks) * 2) * 16;
   uint32_t in, out;
   ingest_sizes(o, &in, &out);
-  uint64_t seen = 16ull * o->prompt_memo_entries > 1024 ? 16ull * o->prompt_memo_entries : 1024;
-  uint64_t memo = 56ull * o->prompt_memo_entries + o->prompt_memo_bytes + seen * 16 + 64;
+  /* Prompt memo (assembly/hash/prompt-memo.ts): entry records, the ring, a directory and a doorkeeper of `slots`. */
+  uint64_t slots = pow2_at_least(16ull * o->prompt_memo_entries > 1024 ? 16ull * o->prompt_memo_entries : 1024);
+  uint64_t memo = o->prompt_memo_entries ? 64ull * o->prompt_memo_entries + o->prompt_memo_bytes + slots * 12 + 128 : 0;
   uint64_t total = fixed + dup + memo + 2 * 20ull * o->max_prompt_tokens + 20ull * o->prompt_tokens + in + out + 256 + (1u << 20);
   uint64_t pages = (total + 65535) / 65536;
   return pages > 65536 ? 65536 : (uint32_t)pages;

@@ -103,6 +103,29 @@ describe("prompt memo", () => {
     expect(delta(() => idx.hash(next, { blockSize: 16, memo: false }))).toEqual([0, 0]);
   });
 
+  it.each(VARIANTS)("should find each conversation's own history when many share one system prompt (%s build)", async (variant) => {
+    const mod = await loadCoreModule(variant);
+    const idx = new KvIndex(mod, { capacity: 1024, maxSlots: 4 });
+    const plain = new KvIndex(mod, { capacity: 1024, maxSlots: 4, promptMemoEntries: 0, promptMemoBytes: 0 });
+    const rnd = seededRandom(8);
+    const system = words(rnd, 300);
+    const convs = Array.from({ length: 40 }, () => [...system]);
+    let reused = 0, blocks = 0;
+    for (let round = 0; round < 6; round++) {
+      const before = idx.counters();
+      for (const c of convs) {
+        c.push(...words(rnd, 100)); // this conversation's next turn
+        expect(idx.hash(c, { blockSize: 16 })).toEqual(plain.hash(c, { blockSize: 16 }));
+      }
+      const after = idx.counters();
+      reused = after.memoReused - before.memoReused;
+      blocks = reused + after.memoHashed - before.memoHashed;
+    }
+    // In the last round every conversation finds its previous turn (all but the ~6 new blocks and block 0 of each),
+    // not only the 18 blocks of the shared system prompt.
+    expect(reused / blocks).toBeGreaterThan(0.8);
+  });
+
   it.each(VARIANTS)("should stay exact when a route reuses hashes and leave route results unchanged (%s build)", async (variant) => {
     const mod = await loadCoreModule(variant);
     const a = new KvIndex(mod, { capacity: 4096, maxSlots: 4 });
