@@ -56,9 +56,22 @@ export function memoEnabled(): bool {
   return p * 2 + 1;
 }
 
+/** The deepest key position below `n` blocks (0 for one block). */
+export function deepestKeyPosition(n: i32): i32 {
+  let p = 0;
+  while (nextKeyPosition(p) < n) p = nextKeyPosition(p);
+  return p;
+}
+
+/** Bytes of an entry's tokens in the ring, padded so its hashes that follow are 8-byte aligned. */
+// @ts-ignore: decorator
+@inline function tokenBytes(nTokens: i32): usize {
+  return <usize>(((<u64>nTokens << 2) + 7) & ~7);
+}
+
 // @ts-ignore: decorator
 @inline function entryBytes(nTokens: i32, nBlocks: i32): u64 {
-  return ((<u64>nTokens << 2) + 7 & ~7) + (<u64>nBlocks << 4);
+  return <u64>tokenBytes(nTokens) + (<u64>nBlocks << 4);
 }
 
 // @ts-ignore: decorator
@@ -129,9 +142,7 @@ export function memoReuse(tokens: usize, nTokens: i32, n: i32, blockSize: i32, s
   best = -1;
   bestTokens = 0;
   bestBlocks = 0;
-  let deepest = 0;
-  while (nextKeyPosition(deepest) < n) deepest = nextKeyPosition(deepest);
-  for (let p = deepest; ; p = (p - 1) >> 1) {
+  for (let p = deepestKeyPosition(n); ; p = (p - 1) >> 1) {
     const i = lookup(load<u64>(local + (<usize>p << 3)), p, seed, blockSize, flags);
     if (i >= 0 && i != best) {
       const e = entries + <usize>i * ENTRY;
@@ -150,7 +161,7 @@ export function memoReuse(tokens: usize, nTokens: i32, n: i32, blockSize: i32, s
   if (best < 0 || bestBlocks <= 1) return 1;
   const e = entries + <usize>best * ENTRY;
   const base = at(load<u64>(e, 16)), eb = load<i32>(e, 40);
-  const hashes = base + <usize>(((<u64>load<i32>(e, 36) << 2) + 7) & ~7);
+  const hashes = base + tokenBytes(load<i32>(e, 36));
   memory.copy(local + 8, hashes + 8, <usize>(bestBlocks - 1) << 3);
   memory.copy(seq, hashes + (<usize>eb << 3), <usize>bestBlocks << 3);
   return bestBlocks;
@@ -203,11 +214,10 @@ export function memoKeep(tokens: usize, nTokens: i32, n: i32, blockSize: i32, se
   writePos += size;
   const dst = ring + <usize>phys;
   memory.copy(dst, tokens, <usize>nTokens << 2);
-  const hashes = dst + <usize>(((<u64>nTokens << 2) + 7) & ~7);
+  const hashes = dst + tokenBytes(nTokens);
   memory.copy(hashes, local, <usize>n << 3);
   memory.copy(hashes + (<usize>n << 3), seq, <usize>n << 3);
-  let deep = 0;
-  while (nextKeyPosition(deep) < n) deep = nextKeyPosition(deep);
+  const deep = deepestKeyPosition(n);
   const e = entries + <usize>victim * ENTRY;
   store<u64>(e, key);
   store<u64>(e, seed, 8);

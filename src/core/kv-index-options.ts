@@ -41,6 +41,9 @@ export interface KvIndexOptions {
 
 export type ResolvedKvIndexOptions = Required<KvIndexOptions>;
 
+/** Prompts the core's prompt memo holds by default (KvIndexOptions.promptMemoEntries). */
+export const DEFAULT_PROMPT_MEMO_ENTRIES = 128;
+
 /** Blocks a prefix match may skip (KvIndexOptions.matchJump), also the gateway's --index-match-jump default. */
 export const DEFAULT_MATCH_JUMP = 16;
 
@@ -56,7 +59,7 @@ const DEFAULTS: Omit<ResolvedKvIndexOptions, "salt"> = {
   approxMaxBlocks: 1 << 20,
   pruneTargetRatio: 0.8,
   matchJump: DEFAULT_MATCH_JUMP,
-  promptMemoEntries: 128,
+  promptMemoEntries: DEFAULT_PROMPT_MEMO_ENTRIES,
   promptMemoBytes: 8 << 20,
 };
 

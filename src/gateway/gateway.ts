@@ -27,7 +27,7 @@ import type { SyncBusFactory } from "../replicas/sync-bus.ts";
 import type { ReplicaSync } from "../replicas/replica-sync.ts";
 import { startReplicaSync } from "./replica-setup.ts";
 import { sampleTimeline } from "./stats-snapshot.ts";
-import { budgetBytes } from "../core/kv-index-options.ts";
+import { budgetBytes, DEFAULT_PROMPT_MEMO_ENTRIES } from "../core/kv-index-options.ts";
 import { chooseIndexSize, describeIndexSize, IndexSizeWatch, type SizedWorker } from "./index-sizing.ts";
 import { DEFAULT_STREAM_LEASE_MS, StreamLeases } from "./stream-leases.ts";
 
@@ -112,7 +112,7 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const index = await createKvIndex({
     capacity: size.capacity, maxSlots: config.index.maxSlots, maxPromptTokens: config.index.maxPromptTokens,
     matchJump: config.index.matchJump, approxTtlMs: r.approxTtlMs,
-    promptMemoEntries: config.index.promptMemoMb > 0 ? 128 : 0, promptMemoBytes: config.index.promptMemoMb << 20,
+    promptMemoEntries: config.index.promptMemoMb > 0 ? DEFAULT_PROMPT_MEMO_ENTRIES : 0, promptMemoBytes: config.index.promptMemoMb << 20,
   });
   const ops = config.ops;
   const metrics = new GatewayMetrics(now);
