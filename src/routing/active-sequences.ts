@@ -6,6 +6,7 @@ import { KvgateError } from "../core/errors.ts";
 import type { NowFn } from "./clock.ts";
 import type { InflightPrefixes } from "./inflight-prefixes.ts";
 import { KeyPool } from "./key-pool.ts";
+import { RequestTable } from "./request-table.ts";
 import type { FreeReason } from "./routing-types.ts";
 import type { RankState } from "./worker-registry.ts";
 
@@ -29,6 +30,8 @@ export interface Booking {
   readonly sessionId: string | undefined;
   prefillDone: boolean;
   freed: FreeReason | undefined;
+  /** Position in its ActiveSequences' live list while booked; -1 once freed. */
+  at: number;
 }
 
 export interface BookingInput {
@@ -52,9 +55,12 @@ export interface ActiveSequencesOptions {
 }
 
 export class ActiveSequences {
-  readonly #byRequest = new Map<string, Booking>();
-  readonly #byId = new Map<number, Booking>();
-  readonly #byRank = new Map<RankState, Set<Booking>>();
+  readonly #byRequest = new RequestTable<Booking>();
+  /**
+   * Live bookings, unordered (a freed one is swapped with the last): no hash table keyed per booking, whose churn V8
+   * compacts in one go every few hundred inserts (see RequestTable).
+   */
+  readonly #live: Booking[] = [];
   readonly #keyPool = new KeyPool();
   #nextId = 1;
   #lastStaleCheck = -Infinity;
@@ -62,7 +68,7 @@ export class ActiveSequences {
   constructor(private readonly now: NowFn, private readonly options: ActiveSequencesOptions) {}
 
   get size(): number {
-    return this.#byId.size;
+    return this.#live.length;
   }
 
   book(rank: RankState, input: BookingInput): Booking {
@@ -73,6 +79,7 @@ export class ActiveSequences {
     const b: Booking = {
       id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
       blocks: input.blocks, outputBlocks: Math.max(0, input.outputBlocks ?? 0), keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
+      at: this.#live.length,
     };
     const load = rank.load;
     load.activeRequests++;
@@ -84,10 +91,7 @@ export class ActiveSequences {
       this.options.inflight?.add(b.keys, b.blocks, rank.slot);
     }
     this.#byRequest.set(b.requestId, b);
-    this.#byId.set(b.id, b);
-    let set = this.#byRank.get(rank);
-    if (!set) this.#byRank.set(rank, (set = new Set()));
-    set.add(b);
+    this.#live.push(b);
     return b;
   }
 
@@ -105,7 +109,7 @@ export class ActiveSequences {
 
   /** Releases the booking's load; true the first time, false on every later call (exactly once). */
   free(b: Booking, reason: FreeReason): boolean {
-    if (b.freed !== undefined || this.#byId.get(b.id) !== b) return false;
+    if (b.freed !== undefined || this.#live[b.at] !== b) return false;
     const load = b.rank.load;
     if (b.keys && !load.prompts.remove(b.keys, b.blocks)) {
       throw new KvgateError("KVGATE_ERR_STATE", `booking ${b.id} of ${b.requestId} was not among its rank's prompts`);
@@ -122,11 +126,13 @@ export class ActiveSequences {
     if (!b.prefillDone) load.activePrefillTokens -= b.prefillTokens;
     load.summedBlocks -= b.blocks;
     load.outputBlocks -= b.outputBlocks;
-    this.#byId.delete(b.id);
+    const last = this.#live.pop()!;
+    if (last !== b) {
+      this.#live[b.at] = last;
+      last.at = b.at;
+    }
+    b.at = -1;
     if (this.#byRequest.get(b.requestId) === b) this.#byRequest.delete(b.requestId);
-    const set = this.#byRank.get(b.rank);
-    set?.delete(b);
-    if (set?.size === 0) this.#byRank.delete(b.rank);
     this.options.onFree?.(b, reason);
     return true;
   }
@@ -134,11 +140,9 @@ export class ActiveSequences {
   /** Frees every booking on the given ranks (worker removal). */
   freeRanks(ranks: readonly RankState[], reason: FreeReason): Booking[] {
     const out: Booking[] = [];
-    for (const r of ranks) {
-      const set = this.#byRank.get(r);
-      if (!set) continue;
-      for (const b of [...set]) if (this.free(b, reason)) out.push(b);
-    }
+    const gone = new Set(ranks);
+    // Worker removal is rare: a scan of the live bookings keeps booking and freeing free of per-rank bookkeeping.
+    for (const b of this.#live.filter((x) => gone.has(x.rank))) if (this.free(b, reason)) out.push(b);
     return out;
   }
 
@@ -153,16 +157,13 @@ export class ActiveSequences {
     const limit = now - this.options.staleBookingMs;
     const old: Booking[] = [];
     // A full scan rather than stopping at the first young booking: an injected clock need not be monotonic.
-    for (const b of this.#byId.values()) if (b.bookedAt <= limit) old.push(b);
+    for (const b of this.#live) if (b.bookedAt <= limit) old.push(b);
     for (const b of old) this.free(b, "expired");
     return old.length;
   }
 
-  bookingsOf(rank: RankState): ReadonlySet<Booking> {
-    return this.#byRank.get(rank) ?? new Set();
-  }
-
-  live(): IterableIterator<Booking> {
-    return this.#byId.values();
+  /** The live bookings, in no particular order (a snapshot: freeing while iterating it is safe). */
+  live(): Booking[] {
+    return this.#live.slice();
   }
 }
