@@ -5,13 +5,37 @@
 
 type Labels = Record<string, string | number>;
 
+/** Values that need no escaping are the rule: test once instead of running three replacements on each. */
+const NEEDS_ESCAPE = /[\\\n"]/;
+
+/** Formatted label sets by their raw form, per process: a request observes a dozen series whose labels repeat. */
+const keyCache = new Map<string, string>();
+/** Distinct label sets kept formatted; past it the cache starts over (label values are bounded in practice). */
+const KEY_CACHE_MAX = 4096;
+/** Longer label sets are formatted every time rather than kept. */
+const MAX_CACHED_RAW = 256;
+
 function labelKey(labels: Labels | undefined): string {
   if (!labels) return "";
+  // Length-prefixed, so no two label sets share a raw form whatever their values hold.
+  let raw = "";
+  for (const k in labels) {
+    const v = String(labels[k]);
+    raw += `${k.length}:${k}${v.length}:${v}`;
+  }
+  const hit = keyCache.get(raw);
+  if (hit !== undefined) return hit;
   const keys = Object.keys(labels).sort();
-  return keys.map((k) => `${k}="${escapeLabel(String(labels[k]))}"`).join(",");
+  const key = keys.map((k) => `${k}="${escapeLabel(String(labels[k]))}"`).join(",");
+  if (raw.length <= MAX_CACHED_RAW) {
+    if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+    keyCache.set(raw, key);
+  }
+  return key;
 }
 
 function escapeLabel(v: string): string {
+  if (!NEEDS_ESCAPE.test(v)) return v;
   return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 

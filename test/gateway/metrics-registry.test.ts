@@ -24,6 +24,30 @@ describe("MetricsRegistry", () => {
     expect(text).toContain("kvgate_ttft_seconds_count 3");
   });
 
+  it("should keep label sets apart whatever their values hold, escape them, and stay exact past the formatted-label cache", () => {
+    const r = new MetricsRegistry();
+    const c = r.counter("kvgate_odd_total", "Odd labels.");
+    // Raw forms a naive concatenation would confuse: values holding what looks like another key and value.
+    c.inc({ a: "x", b: "y" });
+    c.inc({ a: "x1:b1:y" });
+    c.inc({ a: "1:x", b: "" });
+    c.inc({ a: 'back\\slash "q"\nline' });
+    expect(c.get({ a: "x", b: "y" })).toBe(1);
+    expect(c.get({ b: "y", a: "x" })).toBe(1);
+    expect(c.get({ a: "x1:b1:y" })).toBe(1);
+    expect(c.get({ a: "1:x", b: "" })).toBe(1);
+    const text = r.render();
+    expect(text).toContain('kvgate_odd_total{a="back\\\\slash \\"q\\"\\nline"} 1');
+    // More distinct label sets than the cache keeps, then the first ones again: counts stay per set.
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 5000; i++) c.inc({ worker: `w${i}`, rank: i % 7 });
+    for (const i of [0, 1, 4095, 4096, 4999]) expect(c.get({ rank: i % 7, worker: `w${i}` })).toBe(2);
+    // A label set too long to be kept is formatted every time, the same way.
+    const long = "v".repeat(400);
+    c.inc({ long });
+    c.inc({ long });
+    expect(c.get({ long })).toBe(2);
+  });
+
   it("should refuse a metric name twice and build exponential buckets", () => {
     const r = new MetricsRegistry();
     r.counter("x", "x");
