@@ -87,9 +87,11 @@ function hasDuplicate(blocks: usize, n: i32, hasParent: bool, parent: u64): bool
     memory.fill(dupSet, 0, (<usize>dupMask + 1) << 4);
     dupStamp = 1;
   }
+  // Only the first 2n..4n records are used: a set sized to the event stays in cache (the whole region is MiBs).
+  const mask = min<u32>(dupMask, (<u32>1 << (32 - clz<u32>(<u32>n * 2 - 1))) - 1);
   for (let i = 0; i < n; i++) {
     const h = load<u64>(blocks + (<usize>i << 4));
-    let k = <u32>((h * 0x9E3779B97F4A7C15) >> 40) & dupMask;
+    let k = <u32>((h * 0x9E3779B97F4A7C15) >> 40) & mask;
     while (true) {
       const r = dupSet + (<usize>k << 4);
       if (load<u32>(r, 8) != dupStamp) {
@@ -98,7 +100,7 @@ function hasDuplicate(blocks: usize, n: i32, hasParent: bool, parent: u64): bool
         break;
       }
       if (load<u64>(r) == h) return true;
-      k = (k + 1) & dupMask;
+      k = (k + 1) & mask;
     }
   }
   return false;

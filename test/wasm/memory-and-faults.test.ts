@@ -137,6 +137,28 @@ describe("bad input", () => {
     for (let k = 0; k < 50; k++) expect(hooks.stored(idx, "w", 0, blocks[2999]!.hash, [{ hash: rnd.u64(), local: rnd.u64() }, ...blocks.slice(0, 30)])).toBe("applied");
   });
 
+  it("should find a repeated hash in Stored events of every length, long and short ones interleaved", async () => {
+    const idx = await mk({ capacity: 1 << 16 });
+    const rnd = seededRandom(31);
+    let held = 0;
+    for (let k = 0; k < 400; k++) {
+      // Lengths from 2 to ~600, so the duplicate set is used at many sizes over records stamped by longer events.
+      const n = 2 + (k % 3 === 0 ? rnd.int(600) : rnd.int(40));
+      const blocks = Array.from({ length: n }, () => ({ hash: rnd.u64(), local: rnd.u64() }));
+      if (k % 2 === 0) {
+        const i = rnd.int(n - 1), j = i + 1 + rnd.int(n - 1 - i);
+        const dup = [...blocks];
+        dup[j] = { ...dup[j]!, hash: dup[i]!.hash };
+        expect(hooks.stored(idx, "w", 0, null, dup), `length ${n}, blocks ${i} and ${j}`).toBe("invalid_sequence");
+      } else {
+        expect(hooks.stored(idx, "w", 0, null, blocks), `length ${n}`).toBe("applied");
+        held += n;
+      }
+    }
+    expect(idx.stats().entries).toBe(held);
+    expect(idx.counters().invalid).toBe(200);
+  });
+
   it("should count events for a closed slot without touching the index", async () => {
     const idx = await mk();
     const w = new EventBatchWriter();
