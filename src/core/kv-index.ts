@@ -1,5 +1,8 @@
 /** @module KvIndex: owns one WASM core instance, its memory views and slot map, and turns status codes and traps into typed errors. */
 import { Counter, ScoreCol, Status, type CoreExports, type CounterName } from "../wasm/abi.ts";
+
+/** One past the highest counter index the core defines. */
+const COUNTER_SLOTS = Math.max(...Object.values(Counter)) + 1;
 import { instantiateCore } from "../wasm/instantiate.ts";
 import { KvgateError, WasmTrapError } from "./errors.ts";
 import { SlotMap } from "./slot-map.ts";
@@ -37,6 +40,9 @@ export class KvIndex {
   /** The tree-size region's offset (in u32 units), fixed at init: read once so the hot accessor makes no WASM call. */
   #sizesU32 = 0;
   #scoreView: ScoreColumns | undefined;
+  /** Counter totals (they outgrow u32) and the core's raw value at the last read, by counter index. */
+  readonly #counterTotals = new Float64Array(COUNTER_SLOTS);
+  readonly #counterLast = new Uint32Array(COUNTER_SLOTS);
 
   constructor(module: WebAssembly.Module, options: KvIndexOptions = {}) {
     this.options = resolveOptions(options);
@@ -61,6 +67,8 @@ export class KvIndex {
     if (memo !== Status.OK) throw statusError(memo, "memo_init");
     this.#core = core;
     this.#buffer = undefined;
+    // A fresh core counts from zero; the totals carry on from where the last one left off.
+    this.#counterLast.fill(0);
     this.#seeds = new HashSeeds((bytes, seed) => this.#hashBytes(bytes, seed));
     for (const [slot] of this.slots.entries()) core.slot_open(slot);
   }
@@ -308,11 +316,21 @@ export class KvIndex {
     });
   }
 
+  /**
+   * The core's counters since this index was made. The core keeps u32s, which wrap (the memo's within hours at
+   * full rate) and restart at zero when a trap rebuilds it: each read folds the change since the last one, modulo
+   * 2^32, into totals here, so these never go back. Read them at least once per 2^32 events (the gateway's tick does).
+   */
   counters(): Record<CounterName, number> {
     return this.#guard("counters", (c) => {
       const base = c.counters_ptr() >>> 2;
       const out = {} as Record<CounterName, number>;
-      for (const [k, i] of Object.entries(Counter)) out[k as CounterName] = this.#u32[base + i]!;
+      for (const [k, i] of Object.entries(Counter)) {
+        const cur = this.#u32[base + i]!;
+        this.#counterTotals[i] = this.#counterTotals[i]! + ((cur - this.#counterLast[i]!) >>> 0);
+        this.#counterLast[i] = cur;
+        out[k as CounterName] = this.#counterTotals[i]!;
+      }
       return out;
     });
   }

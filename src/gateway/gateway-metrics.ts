@@ -193,7 +193,7 @@ export class GatewayMetrics {
   #sync(c: Counter, labels: Record<string, string>, absolute: number): void {
     const key = `${c.name}\u0000${JSON.stringify(labels)}`;
     const last = this.#seen.get(key) ?? 0;
-    // A source that went back (the core was rebuilt after a trap) restarted from zero.
+    // A source that went back restarted from zero (a tokenizer loaded again, say); the core's counters never do.
     const d = absolute >= last ? absolute - last : absolute;
     this.#seen.set(key, absolute);
     // inc by 0 still creates the series: a counter shows at 0 from the first scrape that has its source.

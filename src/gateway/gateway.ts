@@ -210,6 +210,8 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   const tick = (): Promise<void> | undefined => {
     lastTick = now();
     router.tick();
+    // Folds the core's u32 counters into the index's totals often enough that none wraps unseen between scrapes.
+    index.counters();
     sync?.tick();
     sampleTimeline(state);
     const expired = state.leases.sweep(fineNow());

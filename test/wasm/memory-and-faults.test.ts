@@ -7,6 +7,7 @@ import { budgetBytes, resolveOptions } from "../../src/core/kv-index-options.ts"
 import { hashPromptReference } from "../../src/reference/block-hash-reference.ts";
 import { seededRandom } from "../../src/core/seeded-random.ts";
 import * as hooks from "../support/kv-index-hooks.ts";
+import { Counter } from "../../src/wasm/abi.ts";
 
 const mk = async (o: ConstructorParameters<typeof KvIndex>[1] = {}) => new KvIndex(await loadCoreModule("release"), { capacity: 4096, maxSlots: 8, ...o });
 
@@ -194,6 +195,25 @@ describe("trap recovery", () => {
     expect(hooks.treeSize(idx, "w", 0)).toBe(0);
     expect(hooks.recordHashes(idx, "w", 0, [1n, 2n, 3n], 0, 1000)).toBe(3);
     expect(hooks.findMatchesByHashes(idx, [1n, 2n, 3n]).matches).toEqual([{ worker: "w", dpRank: 0, blocks: 3, treeSize: 3 }]);
+  });
+
+  it("should count past the core's u32 counters wrapping and across a rebuild, never going back", async () => {
+    const idx = await mk();
+    const applied = (): number => idx.counters().applied;
+    const setCore = (v: number): void => idx.withCore("test", (c) => void (new Uint32Array(c.memory.buffer)[(c.counters_ptr() >>> 2) + Counter.applied] = v));
+    hooks.stored(idx, "w", 0, null, [{ hash: 1n, local: 1n }]);
+    expect(applied()).toBe(1);
+    // The core's counter just under 2^32, as after days of events; then events take it over and it wraps.
+    setCore(2 ** 32 - 3);
+    expect(applied()).toBe(2 ** 32 - 3);
+    for (let i = 0; i < 5; i++) hooks.stored(idx, "w", 0, null, [{ hash: 10n + BigInt(i), local: 1n }]);
+    expect(idx.withCore("test", (c) => new Uint32Array(c.memory.buffer)[(c.counters_ptr() >>> 2) + Counter.applied])).toBe(2);
+    expect(applied()).toBe(2 ** 32 + 2);
+    // A trap rebuilds the core, whose counters start at zero: the totals carry on.
+    expect(() => hooks.induceTrap(idx)).toThrow(WasmTrapError);
+    expect(applied()).toBe(2 ** 32 + 2);
+    hooks.stored(idx, "w", 0, null, [{ hash: 99n, local: 1n }]);
+    expect(applied()).toBe(2 ** 32 + 3);
   });
 });
 
