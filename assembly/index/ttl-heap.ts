@@ -29,32 +29,39 @@ export function heapInit(base: usize, capacity: u32): void {
   return load<u64>(a, 16) < load<u64>(b, 16);
 }
 
-function swap(i: u32, j: u32): void {
-  const a = item(i), b = item(j);
-  const x0 = load<u64>(a), x1 = load<u64>(a, 8), x2 = load<u64>(a, 16), x3 = load<u64>(a, 24);
-  memory.copy(a, b, 32);
-  store<u64>(b, x0); store<u64>(b, x1, 8); store<u64>(b, x2, 16); store<u64>(b, x3, 24);
-}
+// Four children per item: half the levels of a binary heap, and a node's children share two cache lines, so a
+// sift (one per refreshed timer reaching the top) touches half as many lines of a heap that does not fit in cache.
+// Pop order is the same as any heap's: `before` is a total order on live timers.
+// @ts-ignore: decorator
+@inline const ARITY: u32 = 4;
+
+/** Where a sifted item waits while the items it passes move into its hole. */
+const HELD: usize = memory.data(32, 16);
 
 function siftUp(i: u32): void {
+  memory.copy(HELD, item(i), 32);
   while (i > 0) {
-    const p = (i - 1) >> 1;
-    if (!before(item(i), item(p))) break;
-    swap(i, p);
+    const p = (i - 1) / ARITY;
+    if (!before(HELD, item(p))) break;
+    memory.copy(item(i), item(p), 32);
     i = p;
   }
+  memory.copy(item(i), HELD, 32);
 }
 
 function siftDown(i: u32): void {
+  memory.copy(HELD, item(i), 32);
   while (true) {
-    const l: u32 = 2 * i + 1;
-    if (l >= heapLen) break;
-    let m = l;
-    if (l + 1 < heapLen && before(item(l + 1), item(l))) m = l + 1;
-    if (!before(item(m), item(i))) break;
-    swap(i, m);
+    const first: u32 = ARITY * i + 1;
+    if (first >= heapLen) break;
+    const last = min<u32>(first + ARITY, heapLen);
+    let m = first;
+    for (let c = first + 1; c < last; c++) if (before(item(c), item(m))) m = c;
+    if (!before(item(m), HELD)) break;
+    memory.copy(item(i), item(m), 32);
     i = m;
   }
+  memory.copy(item(i), HELD, 32);
 }
 
 function write(i: u32, id: u32): void {
@@ -72,7 +79,7 @@ function compact(): void {
   heapLen = 0;
   const hw = ttlHigh();
   for (let id: u32 = 0; id < hw; id++) if (ttlLive(id)) write(heapLen++, id);
-  if (heapLen > 1) for (let i = (heapLen >> 1) + 1; i-- > 0;) siftDown(i);
+  if (heapLen > 1) for (let i = (heapLen - 2) / ARITY + 1; i-- > 0;) siftDown(i);
 }
 
 /** Pushes timer `id` at its current expiry and generation. */
