@@ -9,7 +9,7 @@ import {
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
 import { ttlFree, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
-import { heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
+import { heapLen, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
 import { lruSetCapacity } from "./ttl-lru";
 import {
   OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
@@ -300,7 +300,10 @@ export function slotClose(slot: i32): i32 {
 /** Drops every approximate entry whose expiry is at or before `now`; returns how many. */
 export function expire(now: f64): i32 {
   let n = 0;
-  while (heapPeekLive() >= 0 && heapTopExpiry() <= now && dropOldest()) n++;
+  // Every live timer's item sorts no later than the timer (ttl-heap.ts), so a top item due after `now` means no timer
+  // is due: checked first, a timer refreshed since its item was pushed is re-keyed (a sift) once its old expiry has
+  // passed, not on the next call after every refresh.
+  while (heapLen > 0 && heapTopExpiry() <= now && heapPeekLive() >= 0 && heapTopExpiry() <= now && dropOldest()) n++;
   if (n > 0) count(C_EXPIRED, <u32>n);
   return n;
 }
