@@ -10,9 +10,11 @@
  * 4. Per-request route cost for an 8k-token prompt (copy tokens + hash + match + read scores) at block sizes 16 and
  *    64 against an index of 64 slots and ~1M background blocks, divided by the cost of copying the same tokens into
  *    WASM memory; plus XXH64 via xxhash-wasm (per-block calls from JS) vs our one-call prompt hashing, for context.
+ * 5. Approximate mode's write per request: recordRoute of a routed 8k-token prompt whose blocks' TTLs it refreshes,
+ *    against the route of the same prompts.
  *
  * One function per section (bench/index-replay/): replay-sections.ts (1), latency-section.ts (2), ingest-section.ts (3), route-section.ts
- * (4), summary.ts (the closing table); this file runs them in order and writes the JSON.
+ * (4), record-section.ts (5), summary.ts (the closing table); this file runs them in order and writes the JSON.
  *
  * Every figure comes from this process and is printed next to a baseline measured in the same run; nothing is
  * asserted (the machine is shared and noisy); the process exits 0 whether or not targets hold.
@@ -29,6 +31,7 @@ import { replayFixture, replayThroughput } from "./index-replay/replay-sections.
 import { findMatchesLatency } from "./index-replay/latency-section.ts";
 import { eventIngestion } from "./index-replay/ingest-section.ts";
 import { routeCost } from "./index-replay/route-section.ts";
+import { recordCost } from "./index-replay/record-section.ts";
 import { summarize } from "./index-replay/summary.ts";
 
 export async function main(argv: string[]): Promise<void> {
@@ -44,6 +47,7 @@ export async function main(argv: string[]): Promise<void> {
   const fm = findMatchesLatency(run, fx, tp);
   const ing = eventIngestion(run, fx, tp);
   const routeRes = await routeCost(run);
+  recordCost(run);
   const summary = summarize(run, load0, fx, tp, fm, ing, routeRes);
 
   const { replayRatio, replayRatioMin } = tp, { refEventRate } = ing, { refSub, refReplay } = fx;

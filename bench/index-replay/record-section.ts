@@ -1,0 +1,75 @@
+/**
+ * @module Section 5 of the index bench: approximate mode's write per request — recording a routed 8k-token prompt with
+ * a sliding TTL (KvIndex.recordRoute) — against routing the same prompt, in the same run.
+ */
+import { KvIndex } from "../../src/core/kv-index.ts";
+import { describe, fmtRatio, measure } from "../harness.ts";
+import type { Run } from "./args.ts";
+
+export interface RecordCost {
+  /** recordRoute's median ns per call and per recorded block, and its time over route's for the same prompts. */
+  recordNs: number;
+  recordNsPerBlock: number;
+  recordOverRoute: number;
+  timers: number;
+}
+
+const PROMPTS = 512;
+const WORKERS = 8;
+const TOKENS = 8192;
+const BLOCK = 64;
+
+/** Families of prompts sharing their first half, each prompt recurring every PROMPTS calls (well within the TTL). */
+function prompts(): Uint32Array[] {
+  return Array.from({ length: PROMPTS }, (_, p) => {
+    const t = new Uint32Array(TOKENS);
+    let x = (p % 16) * 7919 + 1;
+    for (let i = 0; i < TOKENS; i++) {
+      if (i === TOKENS >> 1) x = p * 104729 + 3;
+      x = (Math.imul(x ^ (x >>> 13), 0x5bd1e995) + i) >>> 0;
+      t[i] = x % 150_000;
+    }
+    return t;
+  });
+}
+
+/** Section 5: the steady state of a fleet without KV events, where every routed prompt refreshes its blocks' TTLs. */
+export function recordCost(run: Run): RecordCost {
+  const { module, S, results, m, log } = run;
+  log();
+  const idx = new KvIndex(module, { maxSlots: 64, capacity: 1 << 18, maxPromptTokens: 1 << 14 });
+  const ps = prompts();
+  let now = 0, at = 0;
+  // Two passes first, so every prompt's blocks are held and each later call refreshes (the common case).
+  for (let i = 0; i < 2 * PROMPTS; i++) {
+    idx.route(ps[i % PROMPTS]!, { blockSize: BLOCK });
+    idx.recordRoute(`w${i % WORKERS}`, 0, ++now);
+  }
+  const timers = idx.stats().ttlEntries;
+  log(`5. approximate mode: recording a routed ${TOKENS}-token prompt (${TOKENS / BLOCK} blocks, sliding TTL) on one of ${WORKERS} workers; ` +
+    `${PROMPTS} prompts recurring, ${timers} timers held`);
+  m.routeApprox = measure(`route bs=${BLOCK} (hash + match), the same prompts`, (n) => {
+    let a = 0;
+    for (let i = 0; i < n; i++) a += idx.route(ps[at++ % PROMPTS]!, { blockSize: BLOCK });
+    return a;
+  }, { samples: S });
+  m.recordApprox = measure(`route + recordRoute (every block's TTL refreshed)`, (n) => {
+    let a = 0;
+    for (let i = 0; i < n; i++) {
+      const p = at++ % PROMPTS;
+      idx.route(ps[p]!, { blockSize: BLOCK });
+      a += idx.recordRoute(`w${p % WORKERS}`, 0, ++now);
+    }
+    return a;
+  }, { samples: S });
+  log("  " + describe(m.routeApprox));
+  log("  " + describe(m.recordApprox));
+  const recordNs = m.recordApprox.medianNs - m.routeApprox.medianNs;
+  const out: RecordCost = {
+    recordNs, recordNsPerBlock: recordNs / (TOKENS / BLOCK), recordOverRoute: recordNs / m.routeApprox.medianNs, timers,
+  };
+  log(`  recordRoute alone (difference of medians): ${(recordNs / 1000).toFixed(2)} µs per call, ${out.recordNsPerBlock.toFixed(1)} ns per block, ` +
+    `${fmtRatio(out.recordOverRoute)} the route`);
+  results.record = out;
+  return out;
+}
