@@ -8,30 +8,49 @@ type Labels = Record<string, string | number>;
 /** Values that need no escaping are the rule: test once instead of running three replacements on each. */
 const NEEDS_ESCAPE = /[\\\n"]/;
 
-/** Formatted label sets by their raw form, per process: a request observes a dozen series whose labels repeat. */
-const keyCache = new Map<string, string>();
-/** Distinct label sets kept formatted; past it the cache starts over (label values are bounded in practice). */
+/**
+ * Formatted label sets, per process: a request observes a dozen series whose labels repeat. Found by walking a trie
+ * of Maps keyed by each label's name and then its value, so a hit builds no string (building a lookup key cost more
+ * than the lookup, most of all on JavaScriptCore).
+ */
+interface KeyNode {
+  key?: string;
+  next?: Map<string, Map<string, KeyNode>>;
+}
+let keyRoot: KeyNode = {};
+let keyNodes = 0;
+/** Trie nodes kept; past it the cache starts over (label values are bounded in practice). */
 const KEY_CACHE_MAX = 4096;
-/** Longer label sets are formatted every time rather than kept. */
-const MAX_CACHED_RAW = 256;
+/** Longer label values are formatted every time rather than kept. */
+const MAX_CACHED_VALUE = 256;
 
 function labelKey(labels: Labels | undefined): string {
   if (!labels) return "";
-  // Length-prefixed, so no two label sets share a raw form whatever their values hold.
-  let raw = "";
+  let node = keyRoot;
   for (const k in labels) {
-    const v = String(labels[k]);
-    raw += `${k.length}:${k}${v.length}:${v}`;
+    const raw = labels[k]!;
+    const v = typeof raw === "string" ? raw : String(raw);
+    if (v.length > MAX_CACHED_VALUE) return formatLabels(labels);
+    const byName = (node.next ??= new Map());
+    let byValue = byName.get(k);
+    if (byValue === undefined) byName.set(k, (byValue = new Map()));
+    let child = byValue.get(v);
+    if (child === undefined) {
+      if (++keyNodes > KEY_CACHE_MAX) {
+        keyRoot = {};
+        keyNodes = 0;
+        return formatLabels(labels);
+      }
+      byValue.set(v, (child = {}));
+    }
+    node = child;
   }
-  const hit = keyCache.get(raw);
-  if (hit !== undefined) return hit;
+  return (node.key ??= formatLabels(labels));
+}
+
+function formatLabels(labels: Labels): string {
   const keys = Object.keys(labels).sort();
-  const key = keys.map((k) => `${k}="${escapeLabel(String(labels[k]))}"`).join(",");
-  if (raw.length <= MAX_CACHED_RAW) {
-    if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
-    keyCache.set(raw, key);
-  }
-  return key;
+  return keys.map((k) => `${k}="${escapeLabel(String(labels[k]))}"`).join(",");
 }
 
 function escapeLabel(v: string): string {
