@@ -101,7 +101,27 @@ export function measure(name: string, fn: Body, opts: MeasureOptions = {}): Meas
     spent += ms;
     if (n >= 3 && spent > budget) break;
   }
-  const s = per.subarray(0, n).sort();
+  return summarize(name, per.subarray(0, n).sort(), iters, opsPerIter);
+}
+
+/**
+ * Several bodies measured sample by sample in turn (each calibrated and warmed up first), so a change in the machine's
+ * speed during the run hits all of them alike and their ratios stay meaningful. Results in the order given.
+ */
+export function measureInterleaved(items: readonly { name: string; fn: Body; opts?: MeasureOptions }[], samples = 15): Measurement[] {
+  const runs = items.map((it) => {
+    const iters = it.opts?.iters ?? calibrate(it.fn, it.opts?.sampleMs);
+    for (let i = 0; i < (it.opts?.warmup ?? 3); i++) timeOnce(it.fn, iters);
+    return { it, iters, per: new Float64Array(samples) };
+  });
+  for (let n = 0; n < samples; n++) {
+    for (const r of runs) r.per[n] = (timeOnce(r.it.fn, r.iters) * 1e6) / (r.iters * (r.it.opts?.opsPerIter ?? 1));
+  }
+  return runs.map(({ it, iters, per }) => summarize(it.name, per.sort(), iters, it.opts?.opsPerIter ?? 1));
+}
+
+function summarize(name: string, s: Float64Array, iters: number, opsPerIter: number): Measurement {
+  const n = s.length;
   const median = percentile(s, 50, true);
   let sum = 0;
   for (let i = 0; i < n; i++) sum += s[i]!;

@@ -1,5 +1,5 @@
 /** @module Section 3 of the index bench: event block-ops/s into WASM, binary batches against the per-event TS layer. */
-import { describe, fmtRate, fmtRatio, measure } from "../harness.ts";
+import { describe, fmtRate, fmtRatio, measureInterleaved } from "../harness.ts";
 import { eventBlocks } from "../trace-events.ts";
 import type { Run } from "./args.ts";
 import { applyBatches, applyEventsApi, chunkStored, encodeBatches } from "./replay-ops.ts";
@@ -15,7 +15,7 @@ export interface EventIngestion {
 /** Section 3: the replay's events alone, through pre-encoded batches and through stored/removed per event. */
 export function eventIngestion(run: Run, fx: ReplayFixture, tp: ReplayThroughput): EventIngestion {
   const { S, results, m, log } = run;
-  const { replay, idx, names, slots } = fx;
+  const { replay, idx, names: workerNames, slots } = fx;
   const { smallCap, small, perReq, split } = tp;
   const cycleBlocks = replay.stats.storedBlocks + replay.stats.removedBlocks;
   log();
@@ -24,30 +24,37 @@ export function eventIngestion(run: Run, fx: ReplayFixture, tp: ReplayThroughput
   const reqBatches = perReq.batches.filter((b): b is Uint8Array => b !== null);
   const chunked = chunkStored(replay.events, 16);
   const chunkedBatches = encodeBatches(chunked, slots, 256 * 1024);
-  m.evBatchBig = measure(`(a) applyBatch, ${bigBatches.length} batches ≤ 256 KiB, pre-encoded`, (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, bigBatches); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  m.evBatchReq = measure(`(a) applyBatch, one batch per request (${reqBatches.length}), pre-encoded`, (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, reqBatches); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  m.evApi = measure("(b) TS layer: stored / removed per event", (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, replay.events, names); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  m.evBatchChunked = measure(`(a) applyBatch, Stored cut to ≤ 16 blocks/event (${chunked.length} events)`, (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, chunkedBatches); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  m.evApiChunked = measure("(b) TS layer, Stored cut to ≤ 16 blocks/event", (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, chunked, names); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  // Sensitivity: the same batches into an index whose capacity is sized to the replay (2× its peak entries, a power
-  // of two) instead of the default 2^20: the tables shrink from ~100 MiB to a few MiB, so fewer cache/TLB misses.
-  m.evBatchBigSmallCap = measure(`(a) applyBatch ≤ 256 KiB, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`, (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, bigBatches); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  m.evBatchChunkedSmallCap = measure(`(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, (n) => {
-    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, chunkedBatches); return a;
-  }, { opsPerIter: cycleBlocks, samples: S });
-  for (const k of ["evBatchBig", "evBatchReq", "evApi", "evBatchChunked", "evApiChunked", "evBatchBigSmallCap", "evBatchChunkedSmallCap"]) {
+  // Interleaved sample by sample: the WASM ÷ TS-layer ratio is read from one stretch of the machine's time (measured one
+  // after another, a slowdown between two items moved it between 1.2× and 1.8× in runs of the same code).
+  const keys = ["evBatchBig", "evBatchReq", "evApi", "evBatchChunked", "evApiChunked", "evBatchBigSmallCap", "evBatchChunkedSmallCap"];
+  const opts = { opsPerIter: cycleBlocks };
+  const measured = measureInterleaved([
+    { name: `(a) applyBatch, ${bigBatches.length} batches ≤ 256 KiB, pre-encoded`, fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, bigBatches); return a;
+    }, opts },
+    { name: `(a) applyBatch, one batch per request (${reqBatches.length}), pre-encoded`, fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, reqBatches); return a;
+    }, opts },
+    { name: "(b) TS layer: stored / removed per event", fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, replay.events, workerNames); return a;
+    }, opts },
+    { name: `(a) applyBatch, Stored cut to ≤ 16 blocks/event (${chunked.length} events)`, fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, chunkedBatches); return a;
+    }, opts },
+    { name: "(b) TS layer, Stored cut to ≤ 16 blocks/event", fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, chunked, workerNames); return a;
+    }, opts },
+    // Sensitivity: the same batches into an index whose capacity is sized to the replay (2× its peak entries, a power
+    // of two) instead of the default 2^20: the tables shrink from ~100 MiB to a few MiB, so fewer cache/TLB misses.
+    { name: `(a) applyBatch ≤ 256 KiB, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`, fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, bigBatches); return a;
+    }, opts },
+    { name: `(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, fn: (n) => {
+      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, chunkedBatches); return a;
+    }, opts },
+  ], S);
+  keys.forEach((k, i) => (m[k] = measured[i]!));
+  for (const k of keys) {
     log(`  ${describe(m[k]!, "blk")}  ${fmtRate(m[k]!.opsPerSec, "block-ops/s")}`);
   }
   const refEventRate = split.reference.eventBlocks / (split.reference.eventsMs / 1e3);
