@@ -13,11 +13,12 @@
  * and target, so no target benefits from another's cache. Targets: kvgate adds ≤ 0.5 ms p50 at 1k tokens
  * (tokenization included) and keeps ≥ 50% of direct throughput. Measured and reported, never asserted.
  *
- * Warm-up first, per size: `--warmup-seconds` of closed-loop load on each target, then `--warmup` sequential requests.
- * Every process is measured warm, as a router that has served a while: after the 40 sequential requests alone,
- * kvgate's per-request code still ran in the engines' lower JIT tiers (Bun's added p50 was 1.2 ms then, 0.55 ms after
- * 3,000 more requests; the bare proxies, with little JavaScript of their own, warm sooner).
- * Flags: --requests N (latency samples per target, 300)  --warmup N (40)  --warmup-seconds S (2)  --concurrency N (32)  --seconds S (1)  --rounds N (3)
+ * Warm-up first, per size: `--warmup-requests` served to each target by closed-loop clients, then `--warmup` sequential
+ * requests. Every process is measured warm, as a router that has served a while: after the 40 sequential requests
+ * alone, kvgate's per-request code still ran in the engines' lower JIT tiers (Bun's added p50 was 1.2 ms then, 0.55 ms
+ * after 3,000 more requests; the bare proxies, with little JavaScript of their own, warm sooner). A count rather than
+ * a time, because the compilers count calls: a slow moment of the machine must not shorten the warm-up.
+ * Flags: --requests N (latency samples per target, 300)  --warmup N (40)  --warmup-requests N (2000)  --concurrency N (32)  --seconds S (1)  --rounds N (3)
  *        --max-tokens N (16)  --sizes 1024,8192  --runtimes node,bun  --speedup X (sim step-time divisor, 1000)
  *        --no-proxy (skip the reference proxies)
  */
@@ -29,7 +30,7 @@ import { launch, stop, type Proc } from "./processes.ts";
 interface Args {
   requests: number;
   warmup: number;
-  warmupSeconds: number;
+  warmupRequests: number;
   concurrency: number;
   seconds: number;
   rounds: number;
@@ -44,7 +45,7 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const MODEL = "bench-model";
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { requests: 300, warmup: 40, warmupSeconds: 2, concurrency: 32, seconds: 1, rounds: 3, maxTokens: 16, sizes: [1024, 8192], runtimes: ["node", "bun"], speedup: 1000, proxy: true };
+  const a: Args = { requests: 300, warmup: 40, warmupRequests: 2000, concurrency: 32, seconds: 1, rounds: 3, maxTokens: 16, sizes: [1024, 8192], runtimes: ["node", "bun"], speedup: 1000, proxy: true };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--no-proxy") {
       a.proxy = false;
@@ -60,7 +61,7 @@ function parseArgs(argv: string[]): Args {
     switch (k) {
       case "--requests": a.requests = num(v); break;
       case "--warmup": a.warmup = num(v); break;
-      case "--warmup-seconds": a.warmupSeconds = num(v); break;
+      case "--warmup-requests": a.warmupRequests = num(v); break;
       case "--concurrency": a.concurrency = num(v); break;
       case "--seconds": a.seconds = num(v); break;
       case "--rounds": a.rounds = num(v); break;
@@ -116,14 +117,17 @@ interface Stats {
   rps: number;
 }
 
-/** Requests completed in one window of `a.seconds` with `a.concurrency` closed-loop clients (started ones finish). */
-async function window(url: string, size: number, shared: string, tag: string, a: Args): Promise<{ done: number; ms: number }> {
+/**
+ * Requests completed in one window of `a.seconds` with `a.concurrency` closed-loop clients (started ones finish), or,
+ * with `count`, the time the clients take to serve that many.
+ */
+async function window(url: string, size: number, shared: string, tag: string, a: Args, count = Infinity): Promise<{ done: number; ms: number }> {
   const t0 = performance.now();
-  const end = t0 + a.seconds * 1000;
+  const end = count === Infinity ? t0 + a.seconds * 1000 : Infinity;
   let done = 0;
   let seq = 0;
   await Promise.all(Array.from({ length: a.concurrency }, async () => {
-    while (performance.now() < end) {
+    while (performance.now() < end && seq < count) {
       await once(url, body(size, shared, `${tag}-t${seq++}`, a.maxTokens));
       done++;
     }
@@ -167,10 +171,10 @@ export async function main(argv: string[]): Promise<void> {
       console.log(`\n${size}-token prompts: warm-up, ${a.requests} interleaved latency samples per target, ${a.rounds} × ${a.seconds} s at concurrency ${a.concurrency} each`);
       const warmed: string[] = [];
       for (const t of targets) {
-        const w = await window(t.url, size, shared, `${t.name}-${size}-warm`, { ...a, seconds: a.warmupSeconds });
-        warmed.push(`${t.name} ${w.done}`);
+        const w = await window(t.url, size, shared, `${t.name}-${size}-warm`, a, a.warmupRequests);
+        warmed.push(`${t.name} ${(w.ms / 1000).toFixed(1)} s`);
       }
-      console.log(`warm-up: requests served in ${a.warmupSeconds} s at concurrency ${a.concurrency}, then ${a.warmup} one at a time: ${warmed.join(", ")}`);
+      console.log(`warm-up: ${a.warmupRequests} requests per target at concurrency ${a.concurrency}, then ${a.warmup} one at a time: ${warmed.join(", ")}`);
       for (let i = 0; i < a.warmup; i++) for (const t of targets) await once(t.url, body(size, shared, `${t.name}-w${i}`, a.maxTokens));
       const lat = targets.map(() => [] as number[]);
       const ttft = targets.map(() => [] as number[]);
