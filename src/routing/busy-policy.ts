@@ -41,15 +41,14 @@ export function rankBusy(rank: RankState, t: BusyThresholds): boolean {
  */
 export function withoutBusy(ranks: readonly RankState[], t: BusyThresholds): readonly RankState[] {
   if (!hasBusyThresholds(t) || ranks.length === 0) return ranks;
-  let idle: Set<WorkerEntry> | undefined;
-  let anyBusy = false;
-  for (const r of ranks) {
-    if (!rankBusy(r, t)) (idle ??= new Set()).add(r.worker);
-    else anyBusy = true;
-  }
-  if (!anyBusy) return ranks;
-  if (!idle) return [];
-  return ranks.filter((r) => idle!.has(r.worker));
+  let first = 0;
+  while (first < ranks.length && !rankBusy(ranks[first]!, t)) first++;
+  if (first === ranks.length) return ranks;
+  // Only once a rank is busy are idle workers collected (before, every request built a set of the whole fleet).
+  const idle = new Set<WorkerEntry>();
+  for (let i = 0; i < first; i++) idle.add(ranks[i]!.worker);
+  for (let i = first + 1; i < ranks.length; i++) if (!rankBusy(ranks[i]!, t)) idle.add(ranks[i]!.worker);
+  return idle.size === 0 ? [] : ranks.filter((r) => idle.has(r.worker));
 }
 
 /** Prefill tokens above which a rank no longer admits work without queueing. */
