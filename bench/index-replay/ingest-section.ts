@@ -26,33 +26,25 @@ export function eventIngestion(run: Run, fx: ReplayFixture, tp: ReplayThroughput
   const chunkedBatches = encodeBatches(chunked, slots, 256 * 1024);
   // Interleaved sample by sample: the WASM ÷ TS-layer ratio is read from one stretch of the machine's time (measured one
   // after another, a slowdown between two items moved it between 1.2× and 1.8× in runs of the same code).
-  const keys = ["evBatchBig", "evBatchReq", "evApi", "evBatchChunked", "evApiChunked", "evBatchBigSmallCap", "evBatchChunkedSmallCap"];
-  const opts = { opsPerIter: cycleBlocks };
-  const measured = measureInterleaved([
-    { name: `(a) applyBatch, ${bigBatches.length} batches ≤ 256 KiB, pre-encoded`, fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, bigBatches); return a;
-    }, opts },
-    { name: `(a) applyBatch, one batch per request (${reqBatches.length}), pre-encoded`, fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, reqBatches); return a;
-    }, opts },
-    { name: "(b) TS layer: stored / removed per event", fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, replay.events, workerNames); return a;
-    }, opts },
-    { name: `(a) applyBatch, Stored cut to ≤ 16 blocks/event (${chunked.length} events)`, fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(idx, chunkedBatches); return a;
-    }, opts },
-    { name: "(b) TS layer, Stored cut to ≤ 16 blocks/event", fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, chunked, workerNames); return a;
-    }, opts },
+  const batches = (index: typeof idx, list: readonly Uint8Array[]) => (n: number): number => {
+    let a = 0; for (let i = 0; i < n; i++) a += applyBatches(index, list); return a;
+  };
+  const perEvent = (events: typeof chunked) => (n: number): number => {
+    let a = 0; for (let i = 0; i < n; i++) a += applyEventsApi(idx, events, workerNames); return a;
+  };
+  const rows = [
+    { key: "evBatchBig", name: `(a) applyBatch, ${bigBatches.length} batches ≤ 256 KiB, pre-encoded`, fn: batches(idx, bigBatches) },
+    { key: "evBatchReq", name: `(a) applyBatch, one batch per request (${reqBatches.length}), pre-encoded`, fn: batches(idx, reqBatches) },
+    { key: "evApi", name: "(b) TS layer: stored / removed per event", fn: perEvent(replay.events) },
+    { key: "evBatchChunked", name: `(a) applyBatch, Stored cut to ≤ 16 blocks/event (${chunked.length} events)`, fn: batches(idx, chunkedBatches) },
+    { key: "evApiChunked", name: "(b) TS layer, Stored cut to ≤ 16 blocks/event", fn: perEvent(chunked) },
     // Sensitivity: the same batches into an index whose capacity is sized to the replay (2× its peak entries, a power
     // of two) instead of the default 2^20: the tables shrink from ~100 MiB to a few MiB, so fewer cache/TLB misses.
-    { name: `(a) applyBatch ≤ 256 KiB, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`, fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, bigBatches); return a;
-    }, opts },
-    { name: `(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, fn: (n) => {
-      let a = 0; for (let i = 0; i < n; i++) a += applyBatches(small, chunkedBatches); return a;
-    }, opts },
-  ], S);
+    { key: "evBatchBigSmallCap", name: `(a) applyBatch ≤ 256 KiB, capacity 2^${Math.log2(smallCap)} instead of 2^${Math.log2(idx.options.capacity)}`, fn: batches(small, bigBatches) },
+    { key: "evBatchChunkedSmallCap", name: `(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, fn: batches(small, chunkedBatches) },
+  ];
+  const measured = measureInterleaved(rows.map((r) => ({ ...r, opts: { opsPerIter: cycleBlocks } })), S);
+  const keys = rows.map((r) => r.key);
   keys.forEach((k, i) => (m[k] = measured[i]!));
   for (const k of keys) {
     log(`  ${describe(m[k]!, "blk")}  ${fmtRate(m[k]!.opsPerSec, "block-ops/s")}`);
