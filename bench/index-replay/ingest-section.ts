@@ -44,11 +44,10 @@ export function eventIngestion(run: Run, fx: ReplayFixture, tp: ReplayThroughput
     { key: "evBatchChunkedSmallCap", name: `(a) applyBatch, Stored ≤ 16 blocks, capacity 2^${Math.log2(smallCap)}`, fn: batches(small, chunkedBatches) },
   ];
   const measured = measureInterleaved(rows.map((r) => ({ ...r, opts: { opsPerIter: cycleBlocks } })), S);
-  const keys = rows.map((r) => r.key);
-  keys.forEach((k, i) => (m[k] = measured[i]!));
-  for (const k of keys) {
-    log(`  ${describe(m[k]!, "blk")}  ${fmtRate(m[k]!.opsPerSec, "block-ops/s")}`);
-  }
+  rows.forEach((r, i) => {
+    const x = (m[r.key] = measured[i]!);
+    log(`  ${describe(x, "blk")}  ${fmtRate(x.opsPerSec, "block-ops/s")}`);
+  });
   const refEventRate = split.reference.eventBlocks / (split.reference.eventsMs / 1e3);
   log(`  vs the TS reference's ${fmtRate(refEventRate, "block-ops/s")} (its event calls during the instrumented replay): ` +
     `(a) ${fmtRatio(m.evBatchBig.opsPerSec / refEventRate)}, (b) ${fmtRatio(m.evApi.opsPerSec / refEventRate)}`);
