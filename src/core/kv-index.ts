@@ -40,6 +40,8 @@ export class KvIndex {
   /** The tree-size region's offset (in u32 units), fixed at init: read once so the hot accessor makes no WASM call. */
   #sizesU32 = 0;
   #scoreView: ScoreColumns | undefined;
+  /** Who last asked for the score columns, when it asked to keep them (see scoreColumns). */
+  #scoreOwner: object | undefined;
   /** Counter totals (they outgrow u32) and the core's raw value at the last read, by counter index. */
   readonly #counterTotals = new Float64Array(COUNTER_SLOTS);
   readonly #counterLast = new Uint32Array(COUNTER_SLOTS);
@@ -85,6 +87,7 @@ export class KvIndex {
     this.matches.bind(this.#u32, this.#core.out_ptr() >>> 2);
     this.#sizesU32 = this.#core.sizes_ptr() >>> 2;
     this.#scoreView = undefined;
+    this.#scoreOwner = undefined;
   }
 
   /** Runs `fn` against the core; a trap rebuilds the instance and surfaces as WasmTrapError. */
@@ -101,6 +104,7 @@ export class KvIndex {
   #trapped(what: string, e: unknown): unknown {
     if (!(e instanceof WebAssembly.RuntimeError) && !(e instanceof Error && e.message.startsWith("abort:"))) return e;
     this.generation++;
+    this.#scoreOwner = undefined;
     const err = new WasmTrapError(`WASM core trapped in ${what}: ${(e as Error).message}; index rebuilt empty`, this.generation, e);
     this.#boot();
     this.onReset?.(err);
@@ -307,13 +311,24 @@ export class KvIndex {
     });
   }
 
-  /** Scoring-region access for the selection kernel (see score-kernel.ts). */
-  scoreColumns(): ScoreColumns {
-    return this.#guard("score", (c) => {
+  /**
+   * Scoring-region access for the selection kernel (see score-kernel.ts). A caller that keeps inputs in the columns
+   * between requests passes itself as `owner` and asks `scoreColumnsKept(owner)` first: any other caller, memory
+   * growth or a rebuild after a trap makes that false.
+   */
+  scoreColumns(owner?: object): ScoreColumns {
+    const view = this.#guard("score", (c) => {
       // Cached until memory grows: the selector calls this once per request.
       this.#scoreView ??= { f64: this.#f64, base: c.score_ptr() >>> 3, stride: this.options.maxSlots, run: c.score.bind(c) };
       return this.#scoreView;
     });
+    this.#scoreOwner = owner;
+    return view;
+  }
+
+  /** Whether the score columns hold what `owner` left there (nobody else has had them since its last scoreColumns). */
+  scoreColumnsKept(owner: object): boolean {
+    return this.#scoreOwner === owner && this.#core.memory.buffer === this.#buffer;
   }
 
   /**

@@ -81,15 +81,8 @@ export class ActiveSequences {
       blocks: input.blocks, outputBlocks: Math.max(0, input.outputBlocks ?? 0), keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
       at: this.#live.length,
     };
-    const load = rank.load;
-    load.activeRequests++;
-    load.activePrefillTokens += b.prefillTokens;
-    load.summedBlocks += b.blocks;
-    load.outputBlocks += b.outputBlocks;
-    if (b.keys) {
-      load.prompts.add(b.keys, b.blocks);
-      this.options.inflight?.add(b.keys, b.blocks, rank.slot);
-    }
+    rank.load.book(b.prefillTokens, b.blocks, b.outputBlocks, b.keys);
+    if (b.keys) this.options.inflight?.add(b.keys, b.blocks, rank.slot);
     this.#byRequest.set(b.requestId, b);
     this.#live.push(b);
     return b;
@@ -103,7 +96,7 @@ export class ActiveSequences {
   markPrefillComplete(b: Booking): boolean {
     if (b.freed !== undefined || b.prefillDone) return false;
     b.prefillDone = true;
-    b.rank.load.activePrefillTokens -= b.prefillTokens;
+    b.rank.load.prefillDone(b.prefillTokens);
     return true;
   }
 
@@ -111,7 +104,7 @@ export class ActiveSequences {
   free(b: Booking, reason: FreeReason): boolean {
     if (b.freed !== undefined || this.#live[b.at] !== b) return false;
     const load = b.rank.load;
-    if (b.keys && !load.prompts.remove(b.keys, b.blocks)) {
+    if (b.keys && !load.removePrompt(b.keys, b.blocks)) {
       throw new KvgateError("KVGATE_ERR_STATE", `booking ${b.id} of ${b.requestId} was not among its rank's prompts`);
     }
     if (b.keys) {
@@ -122,10 +115,7 @@ export class ActiveSequences {
       b.keys = undefined;
     }
     b.freed = reason;
-    load.activeRequests--;
-    if (!b.prefillDone) load.activePrefillTokens -= b.prefillTokens;
-    load.summedBlocks -= b.blocks;
-    load.outputBlocks -= b.outputBlocks;
+    load.release(b.prefillDone ? 0 : b.prefillTokens, b.blocks, b.outputBlocks);
     const last = this.#live.pop()!;
     if (last !== b) {
       this.#live[b.at] = last;

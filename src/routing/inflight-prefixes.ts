@@ -25,10 +25,14 @@ export class InflightPrefixes {
   readonly #stamp: Int32Array;
   #generation = 0;
   #size = 0;
+  /** The slots the last query credited, in the first `creditedCount` entries (each once). */
+  readonly credited: Int32Array;
+  creditedCount = 0;
 
   constructor(maxSlots: number) {
     this.#shared = new Int32Array(maxSlots);
     this.#stamp = new Int32Array(maxSlots);
+    this.credited = new Int32Array(maxSlots);
   }
 
   /** Live prompts (with at least one block). */
@@ -98,6 +102,7 @@ export class InflightPrefixes {
       this.#stamp.fill(0);
       this.#generation = 1;
     }
+    this.creditedCount = 0;
     if (n === 0) return;
     const group = this.#groups.get(groupOf(keys));
     if (!group) return;
@@ -124,6 +129,7 @@ export class InflightPrefixes {
     if (this.#stamp[slot] !== this.#generation) {
       this.#stamp[slot] = this.#generation;
       this.#shared[slot] = blocks;
+      this.credited[this.creditedCount++] = slot;
     } else if (blocks > this.#shared[slot]!) {
       this.#shared[slot] = blocks;
     }

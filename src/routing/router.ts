@@ -102,16 +102,15 @@ export class Router {
     const w = this.#core.registry.get(id);
     const r = w?.ranks.find((x) => x.dpRank === dpRank);
     if (!w || !r) return;
-    r.load.engine = report;
-    r.load.engineBlocks = report && !report.stale && report.kvUsage !== undefined && w.totalKvBlocks !== undefined
-      ? Math.round(report.kvUsage * w.totalKvBlocks) : 0;
+    r.load.setEngine(report, report && !report.stale && report.kvUsage !== undefined && w.totalKvBlocks !== undefined
+      ? Math.round(report.kvUsage * w.totalKvBlocks) : 0);
   }
 
   /** Load other router replicas hold on one rank (their bookings, shared over NATS): added to this router's own in the cost. */
   setRemoteLoad(id: string, dpRank: number, load: RemoteLoad): void {
     const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
     if (!r) return;
-    r.load.remote = { ...load };
+    r.load.setRemote(load);
     this.#core.drain();
   }
 
@@ -126,10 +125,10 @@ export class Router {
     // In the rank's prompts (load counts shared prefixes once) and among the in-flight prefixes (the active overlap a
     // prompt has with what is being prefilled there), as a local booking is.
     if (add) {
-      r.load.prompts.add(keys, blocks);
+      r.load.addPrompt(keys, blocks);
       this.#core.inflight.add(keys, blocks, r.slot);
     } else {
-      if (!r.load.prompts.remove(keys, blocks)) return false;
+      if (!r.load.removePrompt(keys, blocks)) return false;
       this.#core.inflight.remove(keys, blocks);
     }
     return true;

@@ -97,7 +97,7 @@ export class RoutingCore {
       inflight, staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
       onFree: (b, reason) => this.#freed(b, reason),
     });
-    this.selector = new Selector(index, rand, fine, config.policy, inflight);
+    this.selector = new Selector(index, this.registry.loads, rand, fine, config.policy, inflight);
     if (config.hotPrefixSpread) this.selector.spread = this.hotPrefixes = new HotPrefixes(now);
     this.queue = new AdmissionQueue(now, {
       policy: config.queuePolicy, maxLength: config.queueMaxLength, maxWaitMs: config.queueMaxWaitMs, retryAfterMs: config.retryAfterMs,

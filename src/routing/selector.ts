@@ -14,16 +14,14 @@ import { captureSelection, type CaptureLevel, type SelectionCapture } from "./se
 import { breakTies, type TieInputs } from "./tie-break.ts";
 import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts";
 import type { RankState } from "./worker-registry.ts";
+import { LOAD_ROW, LoadCol, type LoadTable } from "./load-table.ts";
+import { KeptColumns, type InflightOverlap, type RequestOverlap } from "./kept-columns.ts";
+
+export type { InflightOverlap } from "./kept-columns.ts";
 
 export { rendezvousWeight } from "./tie-break.ts";
 
 export { Capture, type CaptureLevel, type SelectionCapture } from "./selection-capture.ts";
-
-/** Per rank slot, how many leading blocks of a prompt its in-flight prompts already hold (see InflightPrefixes). */
-export interface InflightOverlap {
-  query(keys: Uint32Array, n: number): void;
-  sharedOf(slot: number): number;
-}
 
 export interface SelectParams {
   /** Non-empty; when `pinned` is set it is the only rank considered. */
@@ -99,16 +97,19 @@ export class Selector implements TieInputs {
   #promptBlocks = 0;
   #tie: "rendezvous" | "tree" | undefined;
   #tieDraw = 0;
-  /** 1 / newPrefillFactor for the selection under way (the queued-prefill column's scale). */
-  #queuedScale = 1;
-  /** SelectParams.inflightCached for the selection under way. */
-  #inflightCached = false;
   // Scratch for a hot prefix's candidate subset (reused: no allocation per request).
   readonly #spreadIdx: Int32Array;
   readonly #spreadWeights: Float64Array;
   /** The rendezvous keys of the candidates the last fill pass read, by position. */
   readonly #rankKeys: Float64Array;
   readonly #spreadRanks: RankState[] = [];
+  /** The usual candidate list's inputs, kept in the score columns between requests. */
+  readonly #kept: KeptColumns;
+  /** This request's sparse overlaps, for #kept (the slots its prompt matched, in the first `matched`). */
+  readonly #req: RequestOverlap;
+
+  /** For tests: every kept fill is compared with a fill from scratch (a mismatch throws KVGATE_ERR_STATE). */
+  static verifyKeptColumns = false;
 
   /** Hot-prefix spreading; unset = every candidate is scored (the reference behaviour). */
   spread: HotPrefixes | undefined;
@@ -117,14 +118,20 @@ export class Selector implements TieInputs {
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
    *   already active there); without it no in-flight overlap is credited.
    */
-  constructor(private readonly index: KvIndex, private readonly rand: RandomSource, private readonly fine: NowFn,
-    readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
+  /** @param loads every candidate's load, by slot (the registry's; RankLoad keeps it current). */
+  constructor(private readonly index: KvIndex, private readonly loads: LoadTable, private readonly rand: RandomSource,
+    private readonly fine: NowFn, readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
     this.#stamp = new Int32Array(index.options.maxSlots);
     this.trust = new Float64Array(index.options.maxSlots * TRUST_BANDS).fill(1);
     this.#spreadIdx = new Int32Array(index.options.maxSlots);
     this.#spreadWeights = new Float64Array(index.options.maxSlots);
     this.#rankKeys = new Float64Array(index.options.maxSlots);
+    this.#kept = new KeptColumns(loads, index.options.maxSlots);
+    this.#req = {
+      matchedSlots: new Int32Array(index.options.maxSlots), matched: 0, overlap: this.#overlap, stamp: this.#stamp, gen: 0,
+      inflight: undefined, inflightCached: false,
+    };
     this.#picker = policy === "kv" ? undefined : new PolicyPicker(policy, rand);
     this.#salts = new CacheSalts((b, seed) => index.xxh3(b, seed));
   }
@@ -146,38 +153,50 @@ export class Selector implements TieInputs {
     // Whether in-flight prompts can matter. A booking selection always asks the in-flight index (empty when nothing is
     // in flight, so the answer is the same); a query-only one reads the prompt's keys only when something is active.
     let anyActive = p.willBook;
-    for (let i = 0; i < n && !anyActive; i++) {
-      const load = ranks[i]!.load;
-      if (load.activeRequests > 0 || load.remote.requests > 0) anyActive = true;
-    }
+    const rows = this.loads.rows;
+    for (let i = 0; i < n && !anyActive; i++) if (rows[ranks[i]!.slot * LOAD_ROW + LoadCol.active] === 1) anyActive = true;
     const t0 = this.fine();
     const matched = this.index.route(req.tokens, this.#salts.options(blockSize, req.lora, req.namespace, eagle));
     const promptBlocks = this.index.lastBlocks;
     const t1 = this.fine();
     const gen = this.#nextGeneration();
     const matches = this.index.matches;
+    const matchedSlots = this.#req.matchedSlots;
     for (let i = 0; i < matched; i++) {
       const slot = matches.slot(i);
       this.#overlap[slot] = matches.depth(i);
       this.#stamp[slot] = gen;
+      matchedSlots[i] = slot;
     }
     const keys = p.assumeKvReuse && (p.willBook || anyActive) ? this.#readKeys(promptBlocks) : undefined;
     const isl = req.tokens.length;
     const inflight = keys !== undefined && anyActive ? this.inflight : undefined;
     inflight?.query(keys!, promptBlocks);
 
-    const cols = this.index.scoreColumns();
+    const kept = this.index.scoreColumnsKept(this);
+    const cols = this.index.scoreColumns(this);
     const { f64, base, stride, run } = cols;
     const costCol = base + ScoreCol.cost * stride;
     // The kernel's cost is weight × (queued + new prefill) / block + decode; a new-prefill factor α is given to it as
     // weight × α over queued ÷ α, so the kernel, the tie-break and a logged decision's replay all see one cost.
     const alpha = p.newPrefillFactor ?? 1;
     const weight = p.overlapWeight * alpha;
-    this.#queuedScale = 1 / alpha;
-    this.#inflightCached = p.inflightCached === true;
+    // The queued-prefill column's scale.
+    const queuedScale = 1 / alpha;
     // The best overlap any candidate has in the index (the fill pass reads it; a pinned rank leaves the others).
-    let best = this.#fillColumns(ranks, n, gen, inflight, blockSize);
-    if (p.pinned) for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
+    const over = this.#req;
+    over.matched = matched;
+    over.gen = gen;
+    over.inflight = inflight;
+    over.inflightCached = p.inflightCached === true;
+    let best: number;
+    if (p.pinned) {
+      best = this.#kept.fillOther(cols, ranks, n, blockSize, queuedScale, this.#rankKeys, over);
+      for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
+    } else {
+      best = this.#kept.fill(cols, kept, ranks, n, blockSize, queuedScale, this.#rankKeys, over);
+      if (Selector.verifyKeptColumns) this.#kept.verify(cols, ranks, n, blockSize, queuedScale, this.#rankKeys, over, best);
+    }
     const kernelDraw = this.rand();
     let chosen = run(n, isl, weight, p.temperature, kernelDraw);
     if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
@@ -202,7 +221,7 @@ export class Selector implements TieInputs {
           for (let j = 0; j < k; j++) sub[j] = ranks[idx[j]!]!;
           ranks = sub;
           n = k;
-          this.#fillColumns(ranks, n, gen, inflight, blockSize);
+          this.#kept.fillOther(cols, ranks, n, blockSize, queuedScale, this.#rankKeys, over);
           chosen = run(n, isl, weight, p.temperature, kernelDraw);
           if (chosen < 0 || chosen >= n) throw new KvgateError("KVGATE_ERR_STATE", `score kernel returned ${chosen}`);
           if (p.willBook) this.spread.spreadDecisions++;
@@ -233,39 +252,6 @@ export class Selector implements TieInputs {
       potentialDecodeBlocks: f64[base + ScoreCol.potentialDecode * stride + chosen]!,
       keys, hashMatchMs: t1 - t0, matchedAt: t1, prefixKey, capture,
     };
-  }
-
-  /**
-   * The core's cost kernel reads f64 columns of `stride` entries; filled straight from the rank loads. Returns the
-   * largest index overlap among `ranks` (what the selection reports as the best available).
-   */
-  #fillColumns(ranks: readonly RankState[], n: number, gen: number, inflight: InflightOverlap | undefined, blockSize: number): number {
-    const { f64, base, stride } = this.index.scoreColumns();
-    const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
-    const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
-    const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
-    const queuedScale = this.#queuedScale, inflightCached = this.#inflightCached, keys = this.#rankKeys;
-    let best = 0;
-    for (let i = 0; i < n; i++) {
-      const r = ranks[i]!, load = r.load, remote = load.remote;
-      if (r.worker.blockSize !== blockSize || r.worker.eagle !== ranks[0]!.worker.eagle) {
-        throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates hash blocks differently (block size or EAGLE); name the model in the request");
-      }
-      keys[i] = r.key;
-      const cachedNow = this.#overlapOf(r, gen);
-      if (cachedNow > best) best = cachedNow;
-      const shared = inflight !== undefined ? inflight.sharedOf(r.slot) : 0;
-      // A KV-event rank's index learns a prompt's blocks only once its engine stored them; blocks an in-flight prompt
-      // there is prefilling will be cached by the time this one runs (approximate ranks recorded them at routing).
-      f64[overlapCol + i] = inflightCached && r.worker.kvEvents && shared > cachedNow ? shared : cachedNow;
-      f64[prefillCol + i] = queuedPrefill(load) * queuedScale;
-      const own = load.activeBlocks + load.outputBlocks + remote.blocks;
-      f64[decodeCol + i] = load.engineBlocks > own ? load.engineBlocks : own;
-      f64[activeCol + i] = load.activeRequests > 0 || remote.requests > 0 ? shared : 0;
-      f64[bsCol + i] = blockSize;
-      f64[treeCol + i] = 0;
-    }
-    return best;
   }
 
   /** The last hashed prompt's sequence hashes as (lo, hi) u32 pairs, BigInt-free, in the scratch buffer. */
@@ -310,5 +296,6 @@ export class Selector implements TieInputs {
 
   tied(kind: "rendezvous" | "tree"): void {
     this.#tie = kind;
+    if (kind === "tree") this.#kept.treeWritten();
   }
 }

@@ -1,6 +1,7 @@
 /** @module The fleet as the router sees it: workers, their ranks and index slots, health, and the candidate lists per model and role. */
 import { KvgateError } from "../core/errors.ts";
 import type { KvIndex } from "../core/kv-index.ts";
+import { LoadTable } from "./load-table.ts";
 import { RankLoad } from "./rank-load.ts";
 import { rankKeyOf } from "./tie-break.ts";
 import type { WorkerHealth, WorkerRole, WorkerSpec } from "./routing-types.ts";
@@ -60,8 +61,12 @@ export class WorkerRegistry {
   #eligible = new Map<string, RankState[]>();
   /** Bumped on every change so callers can tell a cached view went stale. */
   version = 0;
+  /** Every registered rank's load by index slot, as selection reads it. */
+  readonly loads: LoadTable;
 
-  constructor(private readonly index: KvIndex, private readonly assumeKvReuse: boolean) {}
+  constructor(private readonly index: KvIndex, private readonly assumeKvReuse: boolean) {
+    this.loads = new LoadTable(index.options.maxSlots);
+  }
 
   add(spec: WorkerSpec): WorkerEntry {
     if (typeof spec.id !== "string" || spec.id.length === 0) bad("worker id must be a non-empty string");
@@ -96,10 +101,13 @@ export class WorkerRegistry {
     };
     try {
       for (let r = dpStart; r < dpStart + dpSize; r++) {
-        ranks.push({ worker: entry, dpRank: r, slot: this.index.slotFor(spec.id, r), key: rankKeyOf(spec.id, r), load: new RankLoad(this.assumeKvReuse) });
+        const slot = this.index.slotFor(spec.id, r), key = rankKeyOf(spec.id, r);
+        this.loads.claim(slot, { key, blockSize: entry.blockSize, eagle: entry.eagle, kvEvents: entry.kvEvents });
+        ranks.push({ worker: entry, dpRank: r, slot, key, load: new RankLoad(this.assumeKvReuse, this.loads, slot) });
       }
     } catch (e) {
       // Out of index slots: give back the ones this worker took so a failed add leaves nothing behind.
+      for (const r of ranks) this.loads.release(r.slot);
       this.index.removeWorker(spec.id);
       throw e;
     }
@@ -140,6 +148,10 @@ export class WorkerRegistry {
     if (!w) return undefined;
     this.#workers.delete(id);
     w.registered = false;
+    for (const r of w.ranks) {
+      r.load.detach();
+      this.loads.release(r.slot);
+    }
     this.index.removeWorker(id);
     this.#changed();
     return w;

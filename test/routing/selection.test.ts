@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { KvgateError } from "../../src/core/errors.ts";
 import { createPrng } from "../../src/routing/prng.ts";
+import { LoadTable } from "../../src/routing/load-table.ts";
 import { RankLoad } from "../../src/routing/rank-load.ts";
 import { Selector, type InflightOverlap } from "../../src/routing/selector.ts";
 import { rankKeyOf } from "../../src/routing/tie-break.ts";
@@ -9,22 +10,23 @@ import { BS, cache, fixture, prompt, smallIndex, worker } from "./helpers.ts";
 import * as hooks from "../support/kv-index-hooks.ts";
 
 /**
- * A load with fixed numbers, and in-flight overlaps per slot, to feed the selector the reference example's inputs
- * (which no real booking set produces).
+ * A rank's load with `decode` active blocks and one live request (a booking of that many blocks, summed), and
+ * in-flight overlaps per slot, to feed the selector the reference example's inputs (which no real booking set produces).
  */
-class FixedLoad extends RankLoad {
-  constructor(private readonly decode: number) {
-    super(true);
-    this.activeRequests = 1;
-  }
-  override get activeBlocks(): number {
-    return this.decode;
-  }
+function fixedLoad(table: LoadTable, slot: number, decode: number): RankLoad {
+  const load = new RankLoad(false, table, slot);
+  load.book(0, decode, 0, undefined);
+  return load;
 }
 
 class FixedInflight implements InflightOverlap {
   readonly bySlot = new Map<number, number>();
-  query(): void {}
+  credited = new Int32Array(0);
+  creditedCount = 0;
+  query(): void {
+    this.credited = Int32Array.from([...this.bySlot.keys()].filter((s) => this.bySlot.get(s)! > 0));
+    this.creditedCount = this.credited.length;
+  }
   sharedOf(slot: number): number {
     return this.bySlot.get(slot) ?? 0;
   }
@@ -44,14 +46,17 @@ describe("worked example (reference §4.1: costs 18 / 10 / 11, the second worker
       id, endpoint: id, models: ["m"], adapters: [], loadsAdapters: false, role: "aggregated", blockSize: BS, kvEvents: true, eagle: false, health: "healthy", ranks: [], registered: true,
     });
     const inflight = new FixedInflight();
+    const table = new LoadTable(index.options.maxSlots);
     const ranks: RankState[] = [["w1", 2, 0], ["w2", 5, 5], ["w3", 8, 1]].map(([id, cached, activeOverlap]) => {
       cache(index, id as string, 0, tokens, cached as number);
       const slot = index.slotFor(id as string, 0);
       inflight.bySlot.set(slot, activeOverlap as number);
-      return { worker: entry(id as string), dpRank: 0, slot, key: rankKeyOf(id as string, 0), load: new FixedLoad(0) };
+      const key = rankKeyOf(id as string, 0);
+      table.claim(slot, { key, blockSize: BS, eagle: false, kvEvents: true });
+      return { worker: entry(id as string), dpRank: 0, slot, key, load: fixedLoad(table, slot, 0) };
     });
     let t = 0;
-    const sel = new Selector(index, createPrng(1), () => t++, "kv", inflight);
+    const sel = new Selector(index, table, createPrng(1), () => t++, "kv", inflight);
     const s = sel.select({ requestId: "x", tokens }, {
       candidates: ranks, overlapWeight: 1, temperature: 0, willBook: false, assumeKvReuse: true,
     });
@@ -237,6 +242,22 @@ describe("cold prefixes without coordination (rendezvous on the first block)", (
     const other = ids.find((id) => id !== cold)!;
     cache(f.index, other, 0, tokens, 3);
     expect((await f.router.query({ requestId: "w", tokens, model: "m" })).worker).toBe(other);
+  });
+});
+
+describe("a worker whose KV-event view went cold", () => {
+  it("scores as caching nothing until it is warm again (a pinned request too)", async () => {
+    const f = await fixture({}, [worker("w1"), worker("w2")]);
+    const tokens = prompt(5, 160, 5);
+    cache(f.index, "w1", 0, tokens, 8);
+    const warm = await f.router.query({ requestId: "a", tokens, model: "m" });
+    expect([warm.worker, warm.cachedTokens]).toEqual(["w1", 8 * BS]);
+    f.router.setCacheCold("w1", true);
+    const cold = await f.router.query({ requestId: "b", tokens, model: "m" });
+    expect(cold.cachedTokens).toBe(0);
+    expect((await f.router.query({ requestId: "c", tokens, model: "m", target: { worker: "w1" } })).cachedTokens).toBe(0);
+    f.router.setCacheCold("w1", false);
+    expect((await f.router.query({ requestId: "d", tokens, model: "m" })).cachedTokens).toBe(8 * BS);
   });
 });
 
