@@ -49,8 +49,11 @@ export class KeptColumns {
   readonly #touched: Int32Array;
   #touchedN = 0;
   #treeWritten = false;
+  /** Scratch for heldPositions' dedupe (all zero between calls). */
+  readonly #seen: Uint8Array;
 
   constructor(private readonly loads: LoadTable, maxSlots: number) {
+    this.#seen = new Uint8Array(maxSlots);
     this.#posOf = new Int32Array(maxSlots).fill(-1);
     this.#touched = new Int32Array(2 * maxSlots);
   }
@@ -65,6 +68,29 @@ export class KeptColumns {
       blockSize === this.#blockSize) this.#refresh(cols, keys);
     else this.#baseline(cols, ranks, n, blockSize, queuedScale, keys);
     return this.#apply(cols, req);
+  }
+
+  /** Whether the columns now hold `ranks` (its last fill was fill, not fillOther). */
+  holds(ranks: readonly RankState[]): boolean {
+    return ranks === this.#list && this.#borrowed === 0;
+  }
+
+  /**
+   * The positions whose overlap column this request set above zero (the candidates holding the prompt's prefix, as
+   * the kernel saw them), each once, into `out`; returns the count. Only while holds() is true.
+   */
+  heldPositions(cols: ScoreColumns, out: Int32Array): number {
+    const { f64, base, stride } = cols;
+    const overlapCol = base + ScoreCol.overlap * stride, seen = this.#seen;
+    let c = 0;
+    for (let t = 0; t < this.#touchedN; t++) {
+      const pos = this.#touched[t]!;
+      if (seen[pos] === 1 || !(f64[overlapCol + pos]! > 0)) continue;
+      seen[pos] = 1;
+      out[c++] = pos;
+    }
+    for (let j = 0; j < c; j++) seen[out[j]!] = 0;
+    return c;
   }
 
   /** Fills columns [0, n) for a list they do not keep (a pinned rank, a hot prefix's subset); refilled next request. */

@@ -16,6 +16,7 @@ import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts"
 import type { RankState } from "./worker-registry.ts";
 import { LOAD_ROW, LoadCol, type LoadTable } from "./load-table.ts";
 import { KeptColumns, type InflightOverlap, type RequestOverlap } from "./kept-columns.ts";
+import { SpreadRankings } from "./spread-rankings.ts";
 
 export type { InflightOverlap } from "./kept-columns.ts";
 
@@ -103,6 +104,9 @@ export class Selector implements TieInputs {
   /** The rendezvous keys of the candidates the last fill pass read, by position. */
   readonly #rankKeys: Float64Array;
   readonly #spreadRanks: RankState[] = [];
+  /** Hot prefixes' rendezvous orders over the kept list, and the positions holding this request's prefix. */
+  readonly #rankings: SpreadRankings;
+  readonly #heldScratch: Int32Array;
   /** The usual candidate list's inputs, kept in the score columns between requests. */
   readonly #kept: KeptColumns;
   /** This request's sparse overlaps, for #kept (the slots its prompt matched, in the first `matched`). */
@@ -128,6 +132,8 @@ export class Selector implements TieInputs {
     this.#spreadWeights = new Float64Array(index.options.maxSlots);
     this.#rankKeys = new Float64Array(index.options.maxSlots);
     this.#kept = new KeptColumns(loads, index.options.maxSlots);
+    this.#rankings = new SpreadRankings(index.options.maxSlots);
+    this.#heldScratch = new Int32Array(index.options.maxSlots);
     this.#req = {
       matchedSlots: new Int32Array(index.options.maxSlots), matched: 0, overlap: this.#overlap, stamp: this.#stamp, gen: 0,
       inflight: undefined, inflightCached: false,
@@ -209,7 +215,15 @@ export class Selector implements TieInputs {
         const idx = this.#spreadIdx;
         // Holders as the kernel saw them (with in-flight blocks when those count as cached).
         const overlapCol = base + ScoreCol.overlap * stride;
-        pickSpreadSet(n, k, words[0]!, words[1]!, f64, overlapCol, this.#rankKeys, idx, this.#spreadWeights);
+        const held = this.#heldScratch;
+        const fast = this.#kept.holds(ranks) &&
+          this.#rankings.pick(ranks, n, k, words[0]!, words[1]!, prefixKey, held, this.#kept.heldPositions(cols, held), this.#rankKeys, idx);
+        if (!fast) pickSpreadSet(n, k, words[0]!, words[1]!, f64, overlapCol, this.#rankKeys, idx, this.#spreadWeights);
+        else if (Selector.verifyKeptColumns) {
+          const ref = new Int32Array(k);
+          pickSpreadSet(n, k, words[0]!, words[1]!, f64, overlapCol, this.#rankKeys, ref, new Float64Array(n));
+          if (ref.some((v, j) => v !== idx[j])) throw new KvgateError("KVGATE_ERR_STATE", `spread set ${idx.slice(0, k).join()} differs from pickSpreadSet's ${ref.join()}`);
+        }
         let globalMin = Infinity, setMin = Infinity;
         for (let i = 0; i < n; i++) globalMin = Math.min(globalMin, f64[costCol + i]!);
         for (let j = 0; j < k; j++) setMin = Math.min(setMin, f64[costCol + idx[j]!]!);
