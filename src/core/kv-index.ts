@@ -104,7 +104,6 @@ export class KvIndex {
   #trapped(what: string, e: unknown): unknown {
     if (!(e instanceof WebAssembly.RuntimeError) && !(e instanceof Error && e.message.startsWith("abort:"))) return e;
     this.generation++;
-    this.#scoreOwner = undefined;
     const err = new WasmTrapError(`WASM core trapped in ${what}: ${(e as Error).message}; index rebuilt empty`, this.generation, e);
     this.#boot();
     this.onReset?.(err);

@@ -30,6 +30,11 @@ export interface RequestOverlap {
   inflightCached: boolean;
 }
 
+/** The blocks of this request's prompt the index says `r` caches; a cold worker's entries are a partial view (events were lost), so none. */
+export function indexOverlap(r: RankState, req: RequestOverlap): number {
+  return req.stamp[r.slot] === req.gen && !r.worker.cacheCold ? req.overlap[r.slot]! : 0;
+}
+
 export function mismatchedBlocks(): KvgateError {
   return new KvgateError("KVGATE_ERR_BAD_ARGUMENT", "candidates hash blocks differently (block size or EAGLE); name the model in the request");
 }
@@ -202,15 +207,14 @@ export class KeptColumns {
     const overlapCol = base + ScoreCol.overlap * stride, prefillCol = base + ScoreCol.prefill * stride;
     const decodeCol = base + ScoreCol.decode * stride, activeCol = base + ScoreCol.activeOverlap * stride;
     const bsCol = base + ScoreCol.blockSize * stride, treeCol = base + ScoreCol.tree * stride;
-    const rows = this.loads.rows, { stamp, gen, overlap, inflight, inflightCached } = req;
+    const rows = this.loads.rows, { inflight, inflightCached } = req;
     const eagle = rows[ranks[0]!.slot * LOAD_ROW + LoadCol.eagle];
     let best = 0;
     for (let i = 0; i < n; i++) {
       const slot = ranks[i]!.slot, o = slot * LOAD_ROW;
       if (rows[o + LoadCol.blockSize] !== blockSize || rows[o + LoadCol.eagle] !== eagle) throw mismatchedBlocks();
       keys[i] = rows[o + LoadCol.key]!;
-      // A cold worker's index entries are a partial view (events were lost): its overlap is not trusted.
-      const cachedNow = stamp[slot] === gen && !ranks[i]!.worker.cacheCold ? overlap[slot]! : 0;
+      const cachedNow = indexOverlap(ranks[i]!, req);
       if (cachedNow > best) best = cachedNow;
       const shared = inflight !== undefined ? inflight.sharedOf(slot) : 0;
       f64[overlapCol + i] = inflightCached && rows[o + LoadCol.kvEvents] === 1 && shared > cachedNow ? shared : cachedNow;
@@ -230,9 +234,9 @@ export class KeptColumns {
     const posOf = this.#posOf, list = this.#list!, touched = this.#touched, rows = this.loads.rows;
     let best = 0, t = this.#touchedN;
     for (let j = 0; j < req.matched; j++) {
-      const slot = req.matchedSlots[j]!, pos = posOf[slot]!;
-      if (pos < 0 || list[pos]!.worker.cacheCold) continue;
-      const cached = req.overlap[slot]!;
+      const pos = posOf[req.matchedSlots[j]!]!;
+      if (pos < 0) continue;
+      const cached = indexOverlap(list[pos]!, req);
       if (cached > best) best = cached;
       f64[overlapCol + pos] = cached;
       touched[t++] = pos;

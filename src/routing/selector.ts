@@ -15,7 +15,7 @@ import { breakTies, type TieInputs } from "./tie-break.ts";
 import { pickSpreadSet, prefixKeyOf, type HotPrefixes } from "./hot-prefixes.ts";
 import type { RankState } from "./worker-registry.ts";
 import { LOAD_ROW, LoadCol, type LoadTable } from "./load-table.ts";
-import { KeptColumns, type InflightOverlap, type RequestOverlap } from "./kept-columns.ts";
+import { KeptColumns, indexOverlap, type InflightOverlap, type RequestOverlap } from "./kept-columns.ts";
 import { SpreadRankings } from "./spread-rankings.ts";
 
 export type { InflightOverlap } from "./kept-columns.ts";
@@ -119,10 +119,10 @@ export class Selector implements TieInputs {
   spread: HotPrefixes | undefined;
 
   /**
+   * @param loads every candidate's load, by slot (the registry's; RankLoad keeps it current).
    * @param inflight the overlap of a prompt with each rank's in-flight prompts (blocks the cost function counts as
    *   already active there); without it no in-flight overlap is credited.
    */
-  /** @param loads every candidate's load, by slot (the registry's; RankLoad keeps it current). */
   constructor(private readonly index: KvIndex, private readonly loads: LoadTable, private readonly rand: RandomSource,
     private readonly fine: NowFn, readonly policy: RoutingPolicy = "kv", private readonly inflight?: InflightOverlap) {
     this.#overlap = new Int32Array(index.options.maxSlots);
@@ -198,7 +198,7 @@ export class Selector implements TieInputs {
     let best: number;
     if (p.pinned) {
       best = this.#kept.fillOther(cols, ranks, n, blockSize, queuedScale, this.#rankKeys, over);
-      for (const r of p.candidates) best = Math.max(best, this.#overlapOf(r, gen));
+      for (const r of p.candidates) best = Math.max(best, indexOverlap(r, over));
     } else {
       best = this.#kept.fill(cols, kept, ranks, n, blockSize, queuedScale, this.#rankKeys, over);
       if (Selector.verifyKeptColumns) this.#kept.verify(cols, ranks, n, blockSize, queuedScale, this.#rankKeys, over, best);
@@ -283,11 +283,6 @@ export class Selector implements TieInputs {
       this.#generation = 1;
     }
     return this.#generation;
-  }
-
-  #overlapOf(r: RankState, gen: number): number {
-    // A cold worker's index entries are a partial view (events were lost): its overlap is not trusted.
-    return this.#stamp[r.slot] === gen && !r.worker.cacheCold ? this.#overlap[r.slot]! : 0;
   }
 
   // ---- TieInputs, over the current selection ----------------------------------------------------------------
