@@ -43,6 +43,11 @@ export function takeDirectSource(res: Response): DirectSource | undefined {
   return (res as WithSource)[SOURCE]?.();
 }
 
+/** A body stream over `source`, for a consumer that cannot take the source itself. */
+export function sourceStream(source: DirectSource): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({ pull: (c) => source.pull(c), cancel: () => source.cancel() }, { highWaterMark: 0 });
+}
+
 /** A transport lets the gateway read `res`'s body through `open()` (undefined once its stream is read). */
 export function attachDirectBody(res: Response, open: () => BodyReader | undefined): void {
   Object.defineProperty(res, BODY, { value: open, configurable: true });

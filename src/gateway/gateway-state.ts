@@ -51,6 +51,8 @@ export interface GatewayState {
    * as kvgate's own answers do; an entry goes when its plan closes (bounded by --max-open-plans).
    */
   readonly planSignals: Map<string, RouteSignals>;
+  /** The adapter takes streamed answers through their direct source (GatewayHost.takesDirectSources). */
+  readonly takesDirectSources: boolean;
   /** Transport to the workers (the global fetch unless a host or test injects one). */
   readonly fetch: typeof fetch;
   /** Milliseconds, monotonic: the router's clock. */

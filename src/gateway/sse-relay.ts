@@ -57,15 +57,16 @@ export class SseRelay {
   response(extraHeaders: Record<string, string>): Response {
     const headers = clientHeaders(this.#cur.attempt.res.headers);
     for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
-    const body = new ReadableStream<Uint8Array>({
+    const status = this.#cur.attempt.res.status;
+    // An adapter that takes the source never reads a body stream: none is built (see GatewayHost.takesDirectSources).
+    const res = this.gw.takesDirectSources ? new Response(null, { status, headers }) : new Response(new ReadableStream<Uint8Array>({
       pull: (c) => {
         if (this.#consumer === "direct") return c.error(new TypeError("the body is read through its direct source"));
         this.#consumer = "stream";
         return this.#pull(c);
       },
       cancel: () => this.#cancel(),
-    }, { highWaterMark: 0 });
-    const res = new Response(body, { status: this.#cur.attempt.res.status, headers });
+    }, { highWaterMark: 0 }), { status, headers });
     const source: DirectSource = { pull: (sink) => this.#pull(sink), cancel: () => this.#cancel() };
     attachDirectSource(res, () => {
       if (this.#consumer !== undefined) return undefined;

@@ -6,7 +6,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { takeDirectSource, type DirectSource } from "../../gateway/direct-source.ts";
+import { sourceStream, takeDirectSource, type DirectSource } from "../../gateway/direct-source.ts";
 
 type FetchFn = (req: Request, env?: unknown) => Response | Promise<Response>;
 
@@ -14,11 +14,12 @@ type FetchFn = (req: Request, env?: unknown) => Response | Promise<Response>;
 export function directStreams(fetch: FetchFn): FetchFn {
   return async (req, env) => {
     const res = await fetch(req, env);
-    const outgoing = (env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-    if (!outgoing || outgoing.headersSent) return res;
     // Asked of the Response itself: reading res.body would make @hono/node-server's lazy Response build its stream.
     const source = takeDirectSource(res);
     if (!source) return res;
+    const outgoing = (env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    // The relay built no body stream for this answer (GatewayHost.takesDirectSources): one over the source stands in.
+    if (!outgoing || outgoing.headersSent) return new Response(sourceStream(source), { status: res.status, headers: res.headers });
     outgoing.writeHead(res.status, outgoingHeaders(res.headers));
     // Sent with the first chunk, or after a short hold (server-response.ts), as @hono/node-server does.
     outgoing.flushHeaders();

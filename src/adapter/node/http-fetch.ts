@@ -12,6 +12,7 @@ import type { IncomingMessage } from "node:http";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Readable } from "node:stream";
 import { attachDirectBody } from "../../gateway/direct-source.ts";
+import { LazyBodyResponse } from "./lazy-body-response.ts";
 
 export interface NodeHttpFetchOptions {
   /** Open connections kept per worker; default 256. */
@@ -181,7 +182,7 @@ function toResponse(res: IncomingMessage, status: number, method: string, signal
     }
     woken();
   });
-  const body = new ReadableStream<Uint8Array>({
+  const makeBody = (): ReadableStream<Uint8Array> => new ReadableStream<Uint8Array>({
     pull(c) {
       if (mode === "direct") return c.error(new TypeError("the body is read through its direct reader"));
       if (mode === "stream") return void source.resume();
@@ -225,7 +226,7 @@ function toResponse(res: IncomingMessage, status: number, method: string, signal
       return Promise.resolve();
     },
   };
-  const response = new Response(body, { status, statusText: res.statusMessage, headers });
+  const response = new LazyBodyResponse(makeBody, { status, statusText: res.statusMessage, headers });
   attachDirectBody(response, () => {
     if (mode !== "none") return undefined;
     mode = "direct";

@@ -22,7 +22,7 @@ export async function serveOnNode(argv: readonly string[]): Promise<number> {
   const transport = createNodeHttpFetch();
   const boot = await bootGateway({
     argv, env: process.env, readFile: (p) => readFile(p, "utf8"), write: (t) => void process.stdout.write(t), fetch: transport.fetch,
-    runtime: "Node", builtInFleet: true, kvEventTransport: zmqTransport, syncBus: natsBus, decisionLog: openDecisionLogFile,
+    runtime: "Node", builtInFleet: true, takesDirectSources: true, kvEventTransport: zmqTransport, syncBus: natsBus, decisionLog: openDecisionLogFile,
   });
   if (boot.kind === "help") return 0;
   const { gateway, config } = boot;

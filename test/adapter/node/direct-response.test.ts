@@ -102,3 +102,37 @@ describe("directStreams", () => {
     expect(pulls).toBe(2);
   });
 });
+
+describe("directStreams with a bodiless sourced answer (GatewayHost.takesDirectSources)", () => {
+  /** As the relay answers when the adapter takes sources: no body stream at all, only the source. */
+  function bodiless(chunks: string[]): Response {
+    const res = new Response(null, { status: 200, headers: { "content-type": "text/event-stream" } });
+    let taken = false;
+    attachDirectSource(res, () => {
+      if (taken) return undefined;
+      taken = true;
+      return {
+        pull: async (sink) => {
+          const c = chunks.shift();
+          if (c === undefined) sink.close();
+          else sink.enqueue(enc.encode(c));
+        },
+        cancel: () => {},
+      };
+    });
+    return res;
+  }
+
+  it("writes it from the source", async () => {
+    const app = new Hono();
+    app.get("/s", () => bodiless(["data: a\n\n", "data: b\n\n"]));
+    expect(await (await fetch(`${await start(app)}/s`)).text()).toBe("data: a\n\ndata: b\n\n");
+  });
+
+  it("hands back a stream over the source when it cannot write to the socket itself", async () => {
+    const res = await directStreams(() => bodiless(["data: x\n\n", "data: y\n\n"]))(new Request("http://x/s"), {});
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(await res.text()).toBe("data: x\n\ndata: y\n\n");
+  });
+});
