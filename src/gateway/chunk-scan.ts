@@ -18,6 +18,44 @@ export function scanEvent(ev: SseEvent): EventInfo {
   return tokenChunk(d) ?? inspectEvent(ev);
 }
 
+/** Where the text's string literal sits in a chunk tokenChunk accepted: its opening and closing quotes. */
+export interface TextSpan {
+  open: number;
+  close: number;
+}
+
+/**
+ * scanEvent for one stream, remembering the last token chunk it accepted as a template: the text before its text
+ * literal (up to the opening quote) and after it (from the closing quote). An engine sends every token of a stream
+ * with the same id, created, model and shape, so a chunk that starts and ends as the template does, with plain text
+ * between (no quote, backslash or control character), is the same JSON with another text: two comparisons instead of
+ * a scan. Anything else is scanned, and a newly accepted chunk becomes the template.
+ */
+export class ChunkScanner {
+  #prefix = "";
+  #suffix = "";
+  readonly #span: TextSpan = { open: -1, close: -1 };
+
+  scan(ev: SseEvent): EventInfo {
+    const d = ev.data;
+    if (d === undefined || d.charCodeAt(0) !== 123 /* { */) return inspectEvent(ev);
+    const p = this.#prefix, s = this.#suffix;
+    if (p !== "" && d.length >= p.length + s.length && d.startsWith(p) && d.endsWith(s)) {
+      const text = d.slice(p.length, d.length - s.length);
+      if (text.indexOf('"') < 0 && text.indexOf("\\") < 0 && !CONTROL.test(text)) return tokenInfo(text);
+    }
+    const info = tokenChunk(d, this.#span);
+    if (info === undefined) return inspectEvent(ev);
+    this.#prefix = d.slice(0, this.#span.open + 1);
+    this.#suffix = d.slice(this.#span.close);
+    return info;
+  }
+}
+
+function tokenInfo(text: string): EventInfo {
+  return { kind: "chunk", text, output: text.length > 0, roleOnly: false, finish: false, usageOnly: false };
+}
+
 /** Keys that must be null in an ordinary token chunk, by length (one comparison per key instead of eight). */
 const MUST_BE_NULL: (string[] | undefined)[] = [];
 for (const k of ["usage", "error", "finish_reason", "tool_calls", "role", "reasoning_content", "reasoning", "logprobs"]) (MUST_BE_NULL[k.length] ??= []).push(k);
@@ -25,7 +63,7 @@ const CONTROL = /[\u0000-\u001f]/;
 const QUOTE = 34, COLON = 58, BACKSLASH = 92;
 
 /** The EventInfo of an ordinary token chunk, or undefined when `d` is anything else (or the scan is unsure). */
-export function tokenChunk(d: string): EventInfo | undefined {
+export function tokenChunk(d: string, span?: TextSpan): EventInfo | undefined {
   const n = d.length;
   if (d.charCodeAt(n - 1) !== 125 /* } */) return undefined;
   let text: string | undefined;
@@ -46,6 +84,10 @@ export function tokenChunk(d: string): EventInfo | undefined {
       if (end < 0) return undefined;
       text = stringValue(d, v, end);
       if (text === undefined) return undefined;
+      if (span) {
+        span.open = v;
+        span.close = end;
+      }
       textKey = len === 4 ? "text" : "content";
       q = end;
     } else if (isKey(d, s, len, "index")) {
@@ -64,7 +106,7 @@ export function tokenChunk(d: string): EventInfo | undefined {
   }
   // Chat text lives in delta.content, completions text in choices[].text; any other mix is left to the parser.
   if (!choices || text === undefined || textKey !== (delta ? "content" : "text")) return undefined;
-  return { kind: "chunk", text, output: text.length > 0, roleOnly: false, finish: false, usageOnly: false };
+  return tokenInfo(text);
 }
 
 function isKey(d: string, s: number, len: number, name: string): boolean {

@@ -10,7 +10,7 @@ import type { Budget, Dispatched } from "./dispatch-leg.ts";
 import { dispatch } from "./dispatch.ts";
 import type { Exchange, GatewayState } from "./gateway-state.ts";
 import { continuationBody, notMigratable, remainingTokens, shiftUsage } from "./migration.ts";
-import { scanEvent } from "./chunk-scan.ts";
+import { ChunkScanner } from "./chunk-scan.ts";
 import { attachDirectSource, openBody, type BodyReader, type ChunkSink, type DirectSource } from "./direct-source.ts";
 import { SseSplitter } from "./sse-splitter.ts";
 import type { StreamLease } from "./stream-leases.ts";
@@ -24,6 +24,7 @@ export class SseRelay {
   /** Who reads the client's body: its stream, or an adapter through the direct source (never both). */
   #consumer: "stream" | "direct" | undefined;
   #splitter = new SseSplitter();
+  #scanner = new ChunkScanner();
   #identity: { id?: unknown; created?: unknown } | undefined;
   /** The current attempt continues a stream the client already reads: re-label its chunks. */
   #rewriting = false;
@@ -144,7 +145,7 @@ export class SseRelay {
       try {
         for (const ev of this.#splitter.push(r.value)) {
           // Parsed whole while the stream's identity is unknown or its chunks are re-labelled; scanned otherwise.
-          const info = this.#identity === undefined || this.#rewriting ? inspectEvent(ev) : scanEvent(ev);
+          const info = this.#identity === undefined || this.#rewriting ? inspectEvent(ev) : this.#scanner.scan(ev);
           if (info.kind === "error") {
             const msg = (info.json?.error as { message?: unknown })?.message;
             broke = new UpstreamFailure("error_event", `sent an error mid-stream${typeof msg === "string" ? `: ${msg}` : ""}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { scanEvent, tokenChunk } from "../../src/gateway/chunk-scan.ts";
+import { ChunkScanner, scanEvent, tokenChunk } from "../../src/gateway/chunk-scan.ts";
 import { inspectEvent } from "../../src/gateway/stream-events.ts";
 
 const ev = (data: string) => ({ raw: new TextEncoder().encode(`data: ${data}\n\n`), data });
@@ -65,5 +65,40 @@ describe("scanEvent", () => {
     expect(scanned(chunks[2]!).usageOnly).toBe(true);
     expect(scanned(chunks[5]!).unmigratable).toBe("tool calls");
     expect(scanEvent(ev(chunks[8]!)).kind).toBe("error");
+  });
+});
+
+describe("ChunkScanner", () => {
+  it("answers as inspectEvent over random streams whose chunks repeat one template, change it, or break it (seeded)", () => {
+    let seed = 777;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const pieces = ['"', "\\", "a", " ", "\n", "é", "\u0001", "\u2028", "tok", '\\"', ""];
+    const text = () => {
+      let s = "";
+      for (let n = Math.floor(rnd() * 4); n > 0; n--) s += pieces[Math.floor(rnd() * pieces.length)];
+      return s;
+    };
+    const shapes = [
+      (t: string, id: string) => JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: t }, logprobs: null, finish_reason: null }] }),
+      (t: string, id: string) => JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { role: null, content: t, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: null }], usage: null }),
+      (t: string, id: string) => JSON.stringify({ id, object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: t, logprobs: null, finish_reason: null }] }),
+      // Same prefix as the first shape, another end: a finish reason, or usage beside the text.
+      (t: string, id: string) => JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: t }, logprobs: null, finish_reason: "stop" }] }),
+      (t: string, id: string) => JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: t }, logprobs: null, finish_reason: null }], usage: { prompt_tokens: 3 } }),
+      (t: string, id: string) => JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: t, tool_calls: [{ index: 0 }] }, finish_reason: null }] }),
+    ];
+    let fast = 0;
+    for (let stream = 0; stream < 300; stream++) {
+      const scanner = new ChunkScanner();
+      const ids = ["a", "b", `c${stream}`];
+      for (let i = 0; i < 30; i++) {
+        const shape = rnd() < 0.8 ? shapes[stream % 3]! : shapes[Math.floor(rnd() * shapes.length)]!;
+        const d = shape(text(), ids[Math.floor(rnd() * ids.length)]!);
+        const { json: _json, ...got } = scanner.scan(ev(d));
+        expect(got, d).toEqual(full(d));
+        if (got.kind === "chunk" && tokenChunk(d) !== undefined) fast++;
+      }
+    }
+    expect(fast).toBeGreaterThan(3000);
   });
 });
