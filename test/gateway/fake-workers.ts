@@ -3,7 +3,7 @@
  * sends and when: SSE split at odd byte boundaries, streams that break, hang or send errors, refused connections.
  */
 import { loadGatewayConfig } from "../../src/gateway/config-load.ts";
-import { createGateway, type Gateway } from "../../src/gateway/gateway.ts";
+import { createGateway, type Gateway, type GatewayHost } from "../../src/gateway/gateway.ts";
 import { TOKEN } from "./helpers.ts";
 
 export interface SeenRequest {
@@ -79,12 +79,12 @@ export function textChunk(id: string, text: string, finish: string | null = null
 }
 
 /** A gateway over a FakeFleet with workers w1..wn serving model "m" (approximate mode, no KV events). */
-export async function fakeGateway(workers: number, argv: string[] = [], workerExtra = ""): Promise<{ gw: Gateway; fleet: FakeFleet; call(path: string, body: unknown, init?: RequestInit): Promise<Response> }> {
+export async function fakeGateway(workers: number, argv: string[] = [], workerExtra = "", host: Omit<GatewayHost, "fetch"> = {}): Promise<{ gw: Gateway; fleet: FakeFleet; call(path: string, body: unknown, init?: RequestInit): Promise<Response> }> {
   const fleet = new FakeFleet();
   const specs = Array.from({ length: workers }, (_, i) => ["--worker", `url=http://w${i + 1}.test,id=w${i + 1},models=m${workerExtra}`]).flat();
   const loaded = await loadGatewayConfig({ argv: ["--admin-token", TOKEN, "--log", "off", "--health-probe-ms", "0", ...specs, ...argv], env: {} });
   if (loaded.kind !== "config") throw new Error("help");
-  const gw = await createGateway(loaded.config, { fetch: fleet.fetch });
+  const gw = await createGateway(loaded.config, { ...host, fetch: fleet.fetch });
   const call = (path: string, body: unknown, init: RequestInit = {}) =>
     Promise.resolve(gw.fetch(new Request(`http://kvgate.test${path}`, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), ...init })));
   return { gw, fleet, call };

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { chatChunk, data, fakeGateway, sseResponse, textChunk, type SeenRequest } from "./fake-workers.ts";
+import { sourceStream, takeDirectSource } from "../../src/gateway/direct-source.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -186,5 +187,30 @@ describe("a client that goes away", () => {
     expect(res.status).toBe(499);
     expect(upstream.aborted).toBe(true);
     expect(gw.state.router.liveBookings).toBe(0);
+  });
+});
+
+describe("answers for an adapter that takes direct sources (GatewayHost.takesDirectSources)", () => {
+  it("should build no body stream and give the worker's bytes through the direct source", async () => {
+    const { fleet, call } = await fakeGateway(1, ["--no-stream-usage"], "", { takesDirectSources: true });
+    const parts = [data(chatChunk("c1", undefined, null, "assistant")), data(chatChunk("c1", "Hi")), data(chatChunk("c1", "!", "stop")) + data("[DONE]")];
+    fleet.scripts.set("w1", (r) => sseResponse({ parts }, r.signal));
+    const res = await call("/v1/chat/completions", chatBody());
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(res.body).toBeNull();
+    const source = takeDirectSource(res);
+    expect(source).toBeDefined();
+    expect(takeDirectSource(res)).toBeUndefined();
+    expect(await bytes(new Response(sourceStream(source!)))).toEqual(concat(parts));
+  });
+
+  it("should keep a body stream for every other host", async () => {
+    const { fleet, call } = await fakeGateway(1, ["--no-stream-usage"]);
+    const parts = [data(chatChunk("c1", "Hi", "stop")) + data("[DONE]")];
+    fleet.scripts.set("w1", (r) => sseResponse({ parts }, r.signal));
+    const res = await call("/v1/chat/completions", chatBody());
+    expect(res.body).not.toBeNull();
+    expect(await bytes(res)).toEqual(concat(parts));
   });
 });
