@@ -27,6 +27,9 @@ export interface Booking {
    */
   keys: Uint32Array | undefined;
   readonly bookedAt: number;
+  /** When the prompt was last recorded on a rank modelled by its routes, and that rank's recorded blocks then (RoutingCore.refreshInflight). */
+  recordedAt: number;
+  recordedMark: number;
   readonly sessionId: string | undefined;
   prefillDone: boolean;
   freed: FreeReason | undefined;
@@ -78,7 +81,7 @@ export class ActiveSequences {
     const now = this.now();
     const b: Booking = {
       id: this.#nextId++, requestId: input.requestId, rank, prefillTokens: Math.max(0, input.prefillTokens),
-      blocks: input.blocks, outputBlocks: Math.max(0, input.outputBlocks ?? 0), keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, sessionId: input.sessionId, prefillDone: false, freed: undefined,
+      blocks: input.blocks, outputBlocks: Math.max(0, input.outputBlocks ?? 0), keys: input.keys && input.blocks > 0 ? this.#keyPool.copy(input.keys, 2 * input.blocks) : undefined, bookedAt: now, recordedAt: now, recordedMark: 0, sessionId: input.sessionId, prefillDone: false, freed: undefined,
       at: this.#live.length,
     };
     rank.load.book(b.prefillTokens, b.blocks, b.outputBlocks, b.keys);

@@ -187,6 +187,11 @@ export class ClosedLoop {
     return this.monitor.config.maxTtlMs;
   }
 
+  /** The blocks approximate mode's model of this rank holds at most (learnt or declared); undefined while bounded by TTL only. */
+  capacityOf(worker: string, dpRank: number): number | undefined {
+    return this.enabled ? this.capacity.blocksOf(rankMapKey(worker, dpRank)) : undefined;
+  }
+
   /** After a trap rebuilt the core, its slots have no capacities: set the learnt ones again. */
   #reapply(): void {
     if (this.index.generation === this.#generation) return;

@@ -67,6 +67,8 @@ export interface TickReport {
   queueExpired: number;
   sessionsReaped: number;
   approxBlocksExpired: number;
+  /** Blocks of in-flight prompts recorded again on ranks modelled by their routes (RoutingCore.refreshInflight). */
+  approxBlocksRefreshed: number;
 }
 
 /** How much of each decision the selector copies out for the sink. */

@@ -51,6 +51,7 @@ export class Router {
       }),
       onRecorded: (worker, dpRank) => this.#observer?.recorded?.({ worker, dpRank }),
       approxTtlMs: (worker, dpRank) => this.#loop.ttlFor(worker, dpRank),
+      approxCapacity: (worker, dpRank) => this.#loop.capacityOf(worker, dpRank),
       onDecided: deps.decisions && ((r) => deps.decisions!.decided(r)),
     });
     this.#core.capture = captureFor(deps.decisions);
@@ -284,6 +285,7 @@ export class Router {
       queueExpired: this.#core.queue.expire(),
       sessionsReaped: this.#core.sessions.reap(),
       approxBlocksExpired: this.index.expire(now),
+      approxBlocksRefreshed: this.#core.refreshInflight(now),
     }));
     this.#core.drain();
     return report;

@@ -63,6 +63,8 @@ export interface CoreHooks {
   onRecorded?(worker: string, dpRank: number): void;
   /** Lifetime of the blocks approximate mode records on this rank (default: config.approxTtlMs). */
   approxTtlMs?(worker: string, dpRank: number): number;
+  /** Blocks the model of this rank's cache holds at most (its learnt or declared capacity); undefined: bounded by TTL only. */
+  approxCapacity?(worker: string, dpRank: number): number | undefined;
   /** A booked decision, filled to `RoutingCore.capture`. */
   onDecided?(record: DecisionRecord): void;
 }
@@ -83,6 +85,8 @@ export class RoutingCore {
   capture: CaptureLevel = Capture.none;
   /** Per index slot, 1: record routed prompts there although the worker has KV events (the closed loop found it blind). */
   readonly recordsRoutes: Uint8Array;
+  /** Per index slot, blocks recorded there so far (approximate mode): how far its model has turned over. */
+  readonly #recorded: Float64Array;
   #draining = false;
   #drainAgain = false;
   #deferred = 0;
@@ -92,6 +96,7 @@ export class RoutingCore {
     rand: RandomSource, private readonly hooks: CoreHooks) {
     this.registry = new WorkerRegistry(index, config.assumeKvReuse);
     this.recordsRoutes = new Uint8Array(index.options.maxSlots);
+    this.#recorded = new Float64Array(index.options.maxSlots);
     const inflight = (this.inflight = new InflightPrefixes(index.options.maxSlots));
     this.sequences = new ActiveSequences(now, {
       inflight, staleBookingMs: config.staleBookingMs, staleCheckEveryMs: config.staleCheckEveryMs,
@@ -265,8 +270,9 @@ export class RoutingCore {
     const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true, capture });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
-    if (!rank.worker.kvEvents || this.recordsRoutes[rank.slot] === 1) {
-      this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs);
+    const records = !rank.worker.kvEvents || this.recordsRoutes[rank.slot] === 1;
+    if (records) {
+      this.#recorded[rank.slot] = this.#recorded[rank.slot]! + this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs);
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
@@ -275,6 +281,7 @@ export class RoutingCore {
       requestId: req.requestId, prefillTokens: sel.isl - sel.expectedCachedTokens, blocks: sel.promptBlocks, keys: sel.keys, sessionId: s?.id,
       outputBlocks,
     });
+    booking.recordedMark = this.#recorded[rank.slot]!;
     if (sel.prefixKey >= 0) this.hotPrefixes?.observe(sel.prefixKey, sel.promptBlocks + outputBlocks);
     if (s) {
       this.sessions.acquireLease(s.id);
@@ -338,6 +345,32 @@ export class RoutingCore {
     } finally {
       this.#draining = false;
     }
+  }
+
+  /**
+   * An engine cannot evict the blocks of a request it is still running, however long ago it was routed; kvgate's model
+   * of a rank it records routes for orders blocks by routing time. Under load, where running requests hold most of an
+   * engine's blocks, a long-running prompt then ages out of the model while idle prefixes routed after it stay, and
+   * those are what the engine evicts. So an in-flight prompt is recorded again once half of the model has turned over
+   * since it last was (half its capacity in blocks recorded on the rank, or half the TTL for a rank bounded by TTL
+   * only), which keeps it in the model until its request is freed. Returns the blocks recorded.
+   */
+  refreshInflight(now: number): number {
+    let blocks = 0;
+    for (const b of this.sequences.live()) {
+      const rank = b.rank, slot = rank.slot;
+      if (b.keys === undefined || !rank.worker.registered || (rank.worker.kvEvents && this.recordsRoutes[slot] !== 1)) continue;
+      const ttl = this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs;
+      const capacity = this.hooks.approxCapacity?.(rank.worker.id, rank.dpRank);
+      const due = capacity !== undefined ? this.#recorded[slot]! - b.recordedMark >= capacity / 2 : now - b.recordedAt >= ttl / 2;
+      if (!due) continue;
+      const n = this.index.recordSequenceWords(rank.worker.id, rank.dpRank, b.keys.subarray(0, 2 * b.blocks), now, ttl);
+      this.#recorded[slot] = this.#recorded[slot]! + n;
+      b.recordedAt = now;
+      b.recordedMark = this.#recorded[slot]!;
+      blocks += n;
+    }
+    return blocks;
   }
 
   #freed(b: Booking, reason: FreeReason): void {

@@ -82,6 +82,46 @@ describe("approximate ranks modelled as LRU caches", () => {
     expect(hooks.treeSize(f.index, "a")).toBe(61);
   });
 
+  it("should keep a running request's prompt in the model, as its engine cannot evict it, and age it once freed", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const running = prompt(500, 16 * BS, 500);
+    const r = await f.router.route({ requestId: "long", tokens: running, model: "m" });
+    if (r.kind !== "routed") throw new Error(r.kind);
+    const others = Array.from({ length: 4 }, (_, i) => prompt(600 + i, 16 * BS, 600 + i));
+    const refreshed: number[] = [];
+    for (const [i, p] of others.entries()) {
+      f.clock.advance(1_000);
+      refreshed.push(f.router.tick().approxBlocksRefreshed);
+      const o = await f.router.route({ requestId: `other-${i}`, tokens: p, model: "m" });
+      if (o.kind === "routed") o.handle.finish();
+    }
+    // Recorded again once half of the model's 61 blocks had turned over since it was routed (32 blocks later).
+    expect(refreshed).toEqual([0, 0, 16, 0]);
+    // 80 blocks routed, 61 kept: routed first, the running prompt would be the first to go; recorded again while it
+    // runs, it stays, and the oldest finished prompt goes in its place.
+    expect((await f.router.query({ requestId: "q0", tokens: running, model: "m" })).cachedTokens).toBe(16 * BS);
+    expect((await f.router.query({ requestId: "q1", tokens: others[0]!, model: "m" })).cachedTokens).toBe(0);
+    // Once freed it ages like any prompt: four more prompts of 16 blocks push it out.
+    r.handle.finish();
+    const later = Array.from({ length: 4 }, (_, i) => prompt(700 + i, 16 * BS, 700 + i));
+    for (const [i, p] of later.entries()) {
+      f.clock.advance(1_000);
+      expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+      const o = await f.router.route({ requestId: `after-${i}`, tokens: p, model: "m" });
+      if (o.kind === "routed") o.handle.finish();
+    }
+    expect((await f.router.query({ requestId: "q2", tokens: running, model: "m" })).cachedTokens).toBe(0);
+  });
+
+  it("should not record in-flight prompts again on a rank that has KV events", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: true, totalKvBlocks: 64 })]);
+    const r = await f.router.route({ requestId: "long", tokens: prompt(500, 16 * BS, 500), model: "m" });
+    expect(r.kind).toBe("routed");
+    f.clock.advance(5_000);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+    expect(hooks.treeSize(f.index, "a")).toBe(0);
+  });
+
   it("should leave the model unbounded with the closed loop off", async () => {
     const f = await fixture({ closedLoop: false }, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
     const prompts = Array.from({ length: 5 }, (_, i) => prompt(200 + i, 16 * BS, i));
