@@ -117,13 +117,23 @@ export async function until<T>(fn: () => Promise<T | undefined | false>, what: s
 }
 
 /** A loopback port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free now, for a process that must listen on a port known in advance (or listen again on the same one after
+ * a restart). Taken below the kernel's ephemeral range (32768–60999 here): a port from there can meanwhile become the
+ * source port of some outgoing connection, and a listen on it then fails with EADDRINUSE.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+    if (attempt >= 50) throw new Error("no free port found below the ephemeral range");
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
+    s.once("error", () => resolve(false));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
   });
 }
