@@ -360,10 +360,10 @@ export class RoutingCore {
     for (const b of this.sequences.live()) {
       const rank = b.rank, slot = rank.slot;
       if (b.keys === undefined || !rank.worker.registered || (rank.worker.kvEvents && this.recordsRoutes[slot] !== 1)) continue;
-      const ttl = this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs;
       const capacity = this.hooks.approxCapacity?.(rank.worker.id, rank.dpRank);
-      const due = capacity !== undefined ? this.#recorded[slot]! - b.recordedMark >= capacity / 2 : now - b.recordedAt >= ttl / 2;
-      if (!due) continue;
+      if (capacity !== undefined && this.#recorded[slot]! - b.recordedMark < capacity / 2) continue;
+      const ttl = this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs;
+      if (capacity === undefined && now - b.recordedAt < ttl / 2) continue;
       const n = this.index.recordSequenceWords(rank.worker.id, rank.dpRank, b.keys.subarray(0, 2 * b.blocks), now, ttl);
       this.#recorded[slot] = this.#recorded[slot]! + n;
       b.recordedAt = now;

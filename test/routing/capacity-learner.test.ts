@@ -113,6 +113,22 @@ describe("approximate ranks modelled as LRU caches", () => {
     expect((await f.router.query({ requestId: "q2", tokens: running, model: "m" })).cachedTokens).toBe(0);
   });
 
+  it("should record a running prompt again after half its lifetime on a rank bounded by TTL only", async () => {
+    const f = await fixture({ closedLoop: false, approxTtlMs: 10_000 }, [worker("a", { kvEvents: false })]);
+    const r = await f.router.route({ requestId: "long", tokens: prompt(500, 16 * BS, 500), model: "m" });
+    expect(r.kind).toBe("routed");
+    f.clock.advance(4_999);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+    f.clock.advance(1);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(16);
+    f.clock.advance(4_999);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+    // Kept alive past its first lifetime: still held 14 s after it was routed.
+    f.clock.advance(4_001);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(16);
+    expect(hooks.treeSize(f.index, "a")).toBe(16);
+  });
+
   it("should not record in-flight prompts again on a rank that has KV events", async () => {
     const f = await fixture({}, [worker("a", { kvEvents: true, totalKvBlocks: 64 })]);
     const r = await f.router.route({ requestId: "long", tokens: prompt(500, 16 * BS, 500), model: "m" });
