@@ -270,9 +270,8 @@ export class RoutingCore {
     const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true, capture });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
-    const records = !rank.worker.kvEvents || this.recordsRoutes[rank.slot] === 1;
-    if (records) {
-      this.#recorded[rank.slot] = this.#recorded[rank.slot]! + this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs);
+    if (this.#recordsRoutesOn(rank)) {
+      this.#recorded[rank.slot] = this.#recorded[rank.slot]! + this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.#approxTtl(rank));
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
@@ -359,10 +358,10 @@ export class RoutingCore {
     let blocks = 0;
     for (const b of this.sequences.live()) {
       const rank = b.rank, slot = rank.slot;
-      if (b.keys === undefined || !rank.worker.registered || (rank.worker.kvEvents && this.recordsRoutes[slot] !== 1)) continue;
+      if (b.keys === undefined || !rank.worker.registered || !this.#recordsRoutesOn(rank)) continue;
       const capacity = this.hooks.approxCapacity?.(rank.worker.id, rank.dpRank);
       if (capacity !== undefined && this.#recorded[slot]! - b.recordedMark < capacity / 2) continue;
-      const ttl = this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs;
+      const ttl = this.#approxTtl(rank);
       if (capacity === undefined && now - b.recordedAt < ttl / 2) continue;
       const n = this.index.recordSequenceWords(rank.worker.id, rank.dpRank, b.keys.subarray(0, 2 * b.blocks), now, ttl);
       this.#recorded[slot] = this.#recorded[slot]! + n;
@@ -371,6 +370,15 @@ export class RoutingCore {
       blocks += n;
     }
     return blocks;
+  }
+
+  /** A rank kvgate models by what it routes there: no KV events, or a KV-event rank the closed loop found blind. */
+  #recordsRoutesOn(rank: RankState): boolean {
+    return !rank.worker.kvEvents || this.recordsRoutes[rank.slot] === 1;
+  }
+
+  #approxTtl(rank: RankState): number {
+    return this.hooks.approxTtlMs?.(rank.worker.id, rank.dpRank) ?? this.config.approxTtlMs;
   }
 
   #freed(b: Booking, reason: FreeReason): void {
