@@ -18,10 +18,15 @@ interface RemoteBooking {
   keys?: Uint32Array;
   /** The keys are among the rank's in-flight prompts (so `blocks` is not in the remote sum). */
   joined?: boolean;
+  /** Stops the router refreshing this prompt in its model of the rank (RemoteInflight). */
+  untrack?: () => void;
 }
 
 /** Adds (`add`) or removes a remote prompt on a rank's in-flight prompts; false when the rank cannot take it. */
 export type RemotePrompts = (worker: string, dpRank: number, keys: Uint32Array, blocks: number, add: boolean) => boolean;
+
+/** Starts refreshing a remote in-flight prompt in approximate mode; returns what stops it (undefined: rank unknown). */
+export type RemoteInflight = (worker: string, dpRank: number, keys: Uint32Array, blocks: number) => (() => void) | undefined;
 
 interface Peer {
   lastSeen: number;
@@ -38,7 +43,7 @@ export class RemoteBookings {
   refused = 0;
 
   constructor(private readonly apply: (worker: string, dpRank: number, load: RemoteLoad) => void, private readonly maxPerPeer: number,
-    private readonly maxPeers = 256, private readonly prompts?: RemotePrompts) {}
+    private readonly maxPeers = 256, private readonly prompts?: RemotePrompts, private readonly inflight?: RemoteInflight) {}
 
   get size(): number {
     return this.#size;
@@ -70,6 +75,7 @@ export class RemoteBookings {
     }
     const own: RemoteBooking = { ...b };
     if (own.keys && own.blocks > 0 && this.prompts) own.joined = this.prompts(own.worker, own.dpRank, own.keys, own.blocks, true);
+    if (own.keys && own.blocks > 0 && this.inflight) own.untrack = this.inflight(own.worker, own.dpRank, own.keys, own.blocks);
     p.bookings.set(id, own);
     this.#size++;
     this.#add(own, 1);
@@ -91,6 +97,7 @@ export class RemoteBookings {
     p.bookings.delete(id);
     this.#size--;
     if (b.joined) this.prompts!(b.worker, b.dpRank, b.keys!, b.blocks, false);
+    b.untrack?.();
     this.#add(b, -1);
     return true;
   }

@@ -92,7 +92,7 @@ export class ReplicaSync {
     this.#connected.set(undefined, 0);
     this.#remoteGauge.set(undefined, 0);
     this.remote = new RemoteBookings((w, dp, load) => deps.router.setRemoteLoad(w, dp, load), this.#o.maxBookingsPerPeer, undefined,
-      (w, dp, keys, n, add) => deps.router.remotePrompt(w, dp, keys, n, add));
+      (w, dp, keys, n, add) => deps.router.remotePrompt(w, dp, keys, n, add), (w, dp, keys, n) => deps.router.trackPeerInflight(w, dp, keys, n));
     deps.bus.onStatus((up) => {
       this.#connected.set(undefined, up ? 1 : 0);
       if (up) this.#beat(deps.now());
@@ -289,8 +289,7 @@ export class ReplicaSync {
     if (peer === this.#o.replicaId) return;
     const worker = m.header(HEADER_WORKER);
     const rank = Number(m.header(HEADER_RANK));
-    const w = worker ? this.#d.router.workerEntry(worker) : undefined;
-    if (!w || w.kvEvents || !w.ranks.some((r) => r.dpRank === rank) || m.data.length % 8 !== 0) {
+    if (!worker || m.data.length % 8 !== 0) {
       this.#applied.inc({ kind: "ignored" });
       return;
     }
@@ -298,8 +297,9 @@ export class ReplicaSync {
       // A copy of its own: the client's data may be a view into a larger (Node Buffer) pool.
       const words = new Uint32Array(m.data.length >>> 2);
       new Uint8Array(words.buffer).set(m.data);
-      this.#d.index.recordSequenceWords(w.id, rank, words, this.#d.now(), this.#d.router.config.approxTtlMs);
-      this.#applied.inc({ kind: "decision" });
+      // Recorded by the router as its own decisions are (the rank's learnt lifetime, counted in its turnover); a rank
+      // unknown here, or one whose KV events this router trusts, ignores it.
+      this.#applied.inc({ kind: this.#d.router.recordPeerRoute(worker, rank, words) ? "decision" : "ignored" });
     } catch (e) {
       this.#applied.inc({ kind: "invalid" });
       this.#d.log(`replica sync: recording a decision of ${peer} on ${worker}: ${(e as Error).message}`);

@@ -135,6 +135,24 @@ export class Router {
     return true;
   }
 
+  /**
+   * Another replica's routing decision on this rank (its prompt's sequence hashes as u32 pairs), recorded as this
+   * router records its own. False when the rank is unknown here or its KV events tell this router what it caches.
+   */
+  recordPeerRoute(id: string, dpRank: number, words: Uint32Array): boolean {
+    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    return r !== undefined && this.#core.recordPeerRoute(r, words) >= 0;
+  }
+
+  /**
+   * Another replica's in-flight prompt on this rank, recorded again while it runs as local ones are (approximate
+   * mode). Returns the function to call when the peer frees it; undefined when the rank is unknown here.
+   */
+  trackPeerInflight(id: string, dpRank: number, keys: Uint32Array, blocks: number): (() => void) | undefined {
+    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    return r && this.#core.trackPeerInflight(r, keys, blocks);
+  }
+
   /** Stops new requests to the worker; its in-flight bookings run to completion. */
   drainWorker(id: string): void {
     this.setWorkerHealth(id, "draining");

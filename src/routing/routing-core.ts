@@ -69,6 +69,15 @@ export interface CoreHooks {
   onDecided?(record: DecisionRecord): void;
 }
 
+/** A prompt in flight on a rank, as refreshInflight sees it: a local booking, or a peer replica's (trackPeerInflight). */
+interface InflightRecord {
+  readonly rank: RankState;
+  readonly keys: Uint32Array | undefined;
+  readonly blocks: number;
+  recordedAt: number;
+  recordedMark: number;
+}
+
 export class RoutingCore {
   readonly registry: WorkerRegistry;
   readonly sequences: ActiveSequences;
@@ -87,6 +96,8 @@ export class RoutingCore {
   readonly recordsRoutes: Uint8Array;
   /** Per index slot, blocks recorded there so far (approximate mode): how far its model has turned over. */
   readonly #recorded: Float64Array;
+  /** Peer replicas' in-flight prompts with their hashes (bounded by the replica sync's bookings per peer). */
+  readonly #peerInflight = new Set<InflightRecord>();
   #draining = false;
   #drainAgain = false;
   #deferred = 0;
@@ -356,20 +367,47 @@ export class RoutingCore {
    */
   refreshInflight(now: number): number {
     let blocks = 0;
-    for (const b of this.sequences.live()) {
-      const rank = b.rank, slot = rank.slot;
-      if (b.keys === undefined || !rank.worker.registered || !this.#recordsRoutesOn(rank)) continue;
-      const capacity = this.hooks.approxCapacity?.(rank.worker.id, rank.dpRank);
-      if (capacity !== undefined && this.#recorded[slot]! - b.recordedMark < capacity / 2) continue;
-      const ttl = this.#approxTtl(rank);
-      if (capacity === undefined && now - b.recordedAt < ttl / 2) continue;
-      const n = this.index.recordSequenceWords(rank.worker.id, rank.dpRank, b.keys.subarray(0, 2 * b.blocks), now, ttl);
-      this.#recorded[slot] = this.#recorded[slot]! + n;
-      b.recordedAt = now;
-      b.recordedMark = this.#recorded[slot]!;
-      blocks += n;
-    }
+    for (const b of this.sequences.live()) blocks += this.#refresh(b, now);
+    for (const p of this.#peerInflight) blocks += this.#refresh(p, now);
     return blocks;
+  }
+
+  #refresh(b: InflightRecord, now: number): number {
+    const rank = b.rank;
+    if (b.keys === undefined || !rank.worker.registered || !this.#recordsRoutesOn(rank)) return 0;
+    const capacity = this.hooks.approxCapacity?.(rank.worker.id, rank.dpRank);
+    if (capacity !== undefined && this.#recorded[rank.slot]! - b.recordedMark < capacity / 2) return 0;
+    if (capacity === undefined && now - b.recordedAt < this.#approxTtl(rank) / 2) return 0;
+    const n = this.#recordWords(rank, b.keys.subarray(0, 2 * b.blocks), now);
+    b.recordedAt = now;
+    b.recordedMark = this.#recorded[rank.slot]!;
+    return n;
+  }
+
+  /**
+   * A peer replica's routing decision (its prompt's sequence hashes) on a rank this router models by its routes,
+   * recorded as its own are: with the rank's learnt lifetime, and counted in how far the rank's model has turned over.
+   * Returns the blocks recorded, or -1 when this router does not model the rank by its routes.
+   */
+  recordPeerRoute(rank: RankState, words: Uint32Array): number {
+    if (!rank.worker.registered || !this.#recordsRoutesOn(rank)) return -1;
+    return this.#recordWords(rank, words, this.now());
+  }
+
+  /**
+   * A peer replica's in-flight prompt on `rank`: the engine cannot evict it either, so it is recorded again as local
+   * bookings are while it runs (refreshInflight). Call the returned function when the peer frees it.
+   */
+  trackPeerInflight(rank: RankState, keys: Uint32Array, blocks: number): () => void {
+    const rec: InflightRecord = { rank, keys, blocks, recordedAt: this.now(), recordedMark: this.#recorded[rank.slot]! };
+    this.#peerInflight.add(rec);
+    return () => void this.#peerInflight.delete(rec);
+  }
+
+  #recordWords(rank: RankState, words: Uint32Array, now: number): number {
+    const n = this.index.recordSequenceWords(rank.worker.id, rank.dpRank, words, now, this.#approxTtl(rank));
+    this.#recorded[rank.slot] = this.#recorded[rank.slot]! + n;
+    return n;
   }
 
   /** A rank kvgate models by what it routes there: no KV events, or a KV-event rank the closed loop found blind. */

@@ -81,6 +81,31 @@ describe("remote bookings", () => {
     expect(() => decodeBooking(encodeBooking({ k: "hb", r: "r1", list: [[7, "w", 0, 0, 3, 2]] } as unknown as BookingMessage))).toThrow(expect.objectContaining({ code: "KVGATE_ERR_SYNC_MESSAGE" }));
   });
 
+  it("should hand the router each remote prompt with hashes to refresh, and take it back however the booking ends", () => {
+    const tracked = new Map<string, number>();
+    let n = 0;
+    const rb = new RemoteBookings(() => {}, 10, 256, undefined, (w, _dp, k, blocks) => {
+      if (w === "gone") return undefined;
+      const id = `${w}#${++n}:${blocks}:${k.length}`;
+      tracked.set(id, blocks);
+      return () => tracked.delete(id);
+    });
+    rb.book("a", 1, { worker: "w1", dpRank: 0, prefillTokens: 0, blocks: 4, keys: keys(4, 0, 1) }, 0);
+    rb.book("a", 2, { worker: "w1", dpRank: 0, prefillTokens: 0, blocks: 3, keys: keys(3, 0, 2) }, 0);
+    rb.book("a", 3, { worker: "w1", dpRank: 0, prefillTokens: 0, blocks: 3 }, 0);
+    rb.book("a", 4, { worker: "gone", dpRank: 0, prefillTokens: 0, blocks: 2, keys: keys(2, 0, 3) }, 0);
+    rb.book("b", 1, { worker: "w2", dpRank: 0, prefillTokens: 0, blocks: 5, keys: keys(5, 0, 4) }, 0);
+    expect([...tracked.keys()].sort()).toEqual(["w1#1:4:8", "w1#2:3:6", "w2#3:5:10"]);
+    rb.free("a", 1);
+    rb.free("a", 4);
+    expect([...tracked.keys()].sort()).toEqual(["w1#2:3:6", "w2#3:5:10"]);
+    // A heartbeat that no longer lists it, and a peer that stopped beating.
+    rb.replace("a", [[3, "w1", 0, 0, 3]], 50);
+    expect([...tracked.keys()]).toEqual(["w2#3:5:10"]);
+    rb.expire(200, 100);
+    expect(tracked.size).toBe(0);
+  });
+
   it("should round-trip booking messages and refuse malformed ones with a typed error", () => {
     const m = { k: "book", r: "r1", id: 7, w: "10.0.0.5:8000", dp: 0, p: 12, b: 3 } as const;
     expect(decodeBooking(encodeBooking(m))).toEqual(m);

@@ -129,6 +129,66 @@ describe("approximate ranks modelled as LRU caches", () => {
     expect(hooks.treeSize(f.index, "a")).toBe(16);
   });
 
+  it("should keep a peer replica's running prompt in the model as it keeps its own, until the peer frees it", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const running = prompt(500, 16 * BS, 500);
+    await f.router.query({ requestId: "hash", tokens: running, model: "m" });
+    const words = new Uint32Array(32);
+    expect(f.index.lastSequenceWordsInto(words)).toBe(16);
+    // The peer's decision (replica sync's decision message), then its booking with the prompt's hashes.
+    expect(f.router.recordPeerRoute("a", 0, words)).toBe(true);
+    const stop = f.router.trackPeerInflight("a", 0, words, 16)!;
+    const refreshed: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      f.clock.advance(1_000);
+      refreshed.push(f.router.tick().approxBlocksRefreshed);
+      const o = await f.router.route({ requestId: `other-${i}`, tokens: prompt(600 + i, 16 * BS, 600 + i), model: "m" });
+      if (o.kind === "routed") o.handle.finish();
+    }
+    expect(refreshed).toEqual([0, 0, 16, 0]);
+    expect((await f.router.query({ requestId: "q0", tokens: running, model: "m" })).cachedTokens).toBe(16 * BS);
+    // Freed by the peer: it ages like any prompt.
+    stop();
+    for (let i = 0; i < 4; i++) {
+      f.clock.advance(1_000);
+      expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+      const o = await f.router.route({ requestId: `after-${i}`, tokens: prompt(700 + i, 16 * BS, 700 + i), model: "m" });
+      if (o.kind === "routed") o.handle.finish();
+    }
+    expect((await f.router.query({ requestId: "q1", tokens: running, model: "m" })).cachedTokens).toBe(0);
+  });
+
+  it("should count a peer's decisions in how far a rank's model has turned over", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: false, totalKvBlocks: 64 })]);
+    const r = await f.router.route({ requestId: "long", tokens: prompt(500, 16 * BS, 500), model: "m" });
+    expect(r.kind).toBe("routed");
+    const words = new Uint32Array(32);
+    for (const [i, n] of [[0, 0], [1, 16]] as const) {
+      await f.router.query({ requestId: `h${i}`, tokens: prompt(800 + i, 16 * BS, 800 + i), model: "m" });
+      f.index.lastSequenceWordsInto(words);
+      expect(f.router.recordPeerRoute("a", 0, words)).toBe(true);
+      // 16 blocks of peers' decisions since the local prompt was recorded: under half of 61; 32: over.
+      f.clock.advance(1_000);
+      expect(f.router.tick().approxBlocksRefreshed).toBe(n);
+    }
+  });
+
+  it("should leave a peer's decision to the KV events of a rank that has them, and ignore an unknown rank", async () => {
+    const f = await fixture({}, [worker("a", { kvEvents: true, totalKvBlocks: 64 })]);
+    await f.router.query({ requestId: "hash", tokens: prompt(500, 16 * BS, 500), model: "m" });
+    const words = new Uint32Array(32);
+    f.index.lastSequenceWordsInto(words);
+    expect(f.router.recordPeerRoute("a", 0, words)).toBe(false);
+    expect(f.router.recordPeerRoute("zz", 0, words)).toBe(false);
+    expect(f.router.recordPeerRoute("a", 3, words)).toBe(false);
+    expect(f.router.trackPeerInflight("zz", 0, words, 16)).toBeUndefined();
+    const stop = f.router.trackPeerInflight("a", 0, words, 16)!;
+    f.clock.advance(5_000);
+    expect(f.router.tick().approxBlocksRefreshed).toBe(0);
+    stop();
+    expect(hooks.treeSize(f.index, "a")).toBe(0);
+  });
+
   it("should not record in-flight prompts again on a rank that has KV events", async () => {
     const f = await fixture({}, [worker("a", { kvEvents: true, totalKvBlocks: 64 })]);
     const r = await f.router.route({ requestId: "long", tokens: prompt(500, 16 * BS, 500), model: "m" });
