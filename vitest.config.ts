@@ -6,6 +6,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    setupFiles: ["test/support/verify-kept-columns.ts"],
+    setupFiles: ["test/support/verify-kept-columns.ts", "test/support/remove-temp-dirs.ts"],
   },
 });

@@ -4,9 +4,9 @@
  * loopback aborted. Traffic is driven while the page polls; the hit-rate and TTFT charts must gain points and the
  * decisions table rows. The screenshot goes to test-results/dashboard.png (gitignored: an artifact, not a fixture).
  */
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimServer } from "../../src/adapter/node/sim-server.ts";
 import { startDefaultFleet, SIM_MODEL, type DefaultFleet } from "../../src/sim/default-fleet.ts";
@@ -50,7 +50,7 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in headless Chromium", () => {
 
   it("shows the hit-rate and TTFT charts and the decisions table filling as traffic flows, with loopback only", async () => {
     const { chromium } = await import("playwright-core");
-    const ctx = await chromium.launchPersistentContext(join(mkdtempSync(join(tmpdir(), "kvgate-dashboard-")), "profile"), {
+    const ctx = await chromium.launchPersistentContext(join(tempDir("kvgate-dashboard-"), "profile"), {
       executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1400, height: 1500 },
     });
     const blocked: string[] = [];

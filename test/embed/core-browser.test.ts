@@ -2,11 +2,11 @@
  * kvgate/core in headless Chromium: a page with no bundler imports the shipped build/core/index.js from a loopback
  * HTTP server, loads the core from a URL and from bytes, and hashes the published Dynamo vectors.
  */
-import { readFileSync, existsSync, mkdtempSync } from "node:fs";
+import { readFileSync, existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, buildCore } from "./hosts.ts";
 
@@ -71,7 +71,7 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 describe.skipIf(!existsSync(CHROMIUM))("kvgate/core in headless Chromium", () => {
   it("imports the shipped bundle with no bundler and hashes the published vectors", async () => {
     const { chromium } = await import("playwright-core");
-    const ctx = await chromium.launchPersistentContext(join(mkdtempSync(join(tmpdir(), "kvgate-core-")), "profile"), { executablePath: CHROMIUM, headless: true, args: ARGS });
+    const ctx = await chromium.launchPersistentContext(join(tempDir("kvgate-core-"), "profile"), { executablePath: CHROMIUM, headless: true, args: ARGS });
     try {
       const page = await ctx.newPage();
       const problems: string[] = [];

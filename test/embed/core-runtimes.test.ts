@@ -3,9 +3,9 @@
  * bytes (Deno also by file URL), hashing the published Dynamo vectors; and the ABI check of the host-side loader.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT, buildCore } from "./hosts.ts";
@@ -25,7 +25,7 @@ console.log(out.join(" "));
 `;
 const WANT = "13226331709069118873 14643705804678351452 4945711292740353085 12583592247330656132";
 
-const script = join(mkdtempSync(join(tmpdir(), "kvgate-core-rt-")), "hash.mjs");
+const script = join(tempDir("kvgate-core-rt-"), "hash.mjs");
 writeFileSync(script, SCRIPT);
 const bin = (name: string): string => join(ROOT, "node_modules/.bin", name);
 

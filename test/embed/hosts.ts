@@ -1,8 +1,8 @@
 /** @module Builds libkvgate (embed/build.sh: idempotent, locked) and the kvgate/core bundle for the embed tests, and runs the host drivers. */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -20,7 +20,7 @@ export function buildCore(): void {
 }
 
 export function tempFile(name: string, text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "kvgate-embed-")), name);
+  const path = join(tempDir("kvgate-embed-"), name);
   writeFileSync(path, text);
   return path;
 }

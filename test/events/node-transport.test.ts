@@ -3,7 +3,6 @@
  * native module for ipc:// (which the ZMTP client does not speak), both feeding the same index.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKvIndex } from "../../src/core/create-kv-index.ts";
 import { KvEventHub } from "../../src/events/kv-event-hub.ts";
@@ -12,6 +11,7 @@ import { nodeTransport } from "../../src/adapter/node/zmq-transport.ts";
 import { captureStored, loadCapture, until, vllmBatch } from "./helpers.ts";
 import { TestEngine } from "./zmq-engine.ts";
 import * as hooks from "../support/kv-index-hooks.ts";
+import { tempDir } from "../support/temp-dirs.ts";
 
 const capture = loadCapture();
 const cleanup: (() => unknown)[] = [];
@@ -25,7 +25,7 @@ describe("Node's ZeroMQ transport", () => {
     ["ipc", "zeromq"],
   ] as const)("should receive a %s endpoint's events over the %s client", async (scheme, client) => {
     const index = await createKvIndex({ maxSlots: 8, capacity: 4096 });
-    const endpoint = scheme === "ipc" ? `ipc://${join(tmpdir(), `kvgate-test-${process.pid}-${Date.now()}.sock`)}` : undefined;
+    const endpoint = scheme === "ipc" ? `ipc://${join(tempDir("kvgate-ipc-"), "engine.sock")}` : undefined;
     const engine = await TestEngine.start({ endpoint });
     cleanup.push(() => engine.close());
     const sub = await nodeTransport(new KvEventHub(index));

@@ -1,7 +1,7 @@
 /** @module Fixtures for the replay tests: a Mooncake-format chat trace with known sharing, a capturing Node host, and a synthetic result document. */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import type { CompletionRecord } from "../../src/replay/completion-client.ts";
 import type { PolicyRun } from "../../src/replay/policy-run.ts";
 import type { ReplayHost } from "../../src/replay/replay-host.ts";
@@ -38,7 +38,7 @@ export interface CapturingHost extends ReplayHost {
 
 /** The Node host with engines in this thread, stdout/stderr captured and files in a fresh temporary directory. */
 export function capturingHost(fleet: "in-process" | "thread" = "in-process"): CapturingHost {
-  const dir = mkdtempSync(join(tmpdir(), "kvgate-replay-"));
+  const dir = tempDir("kvgate-replay-");
   const out: string[] = [], err: string[] = [];
   return {
     ...nodeReplayHost({ fleet }),

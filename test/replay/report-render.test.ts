@@ -2,9 +2,9 @@
  * Renders the replay's HTML report in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core),
  * takes a screenshot, and checks the plots and the table are there and drawn, with no network access at all.
  */
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dirs.ts";
 import { describe, expect, it } from "vitest";
 import { renderReport } from "../../src/replay/report-html.ts";
 import { REPLAY_POLICIES } from "../../src/replay/replay-policies.ts";
@@ -16,7 +16,7 @@ const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "
 describe.skipIf(!existsSync(CHROMIUM))("HTML report in headless Chromium", () => {
   it("opens from the file, draws every plot and the policy table, and screenshots", async () => {
     const { chromium } = await import("playwright-core");
-    const dir = mkdtempSync(join(tmpdir(), "kvgate-report-"));
+    const dir = tempDir("kvgate-report-");
     const file = join(dir, "report.html");
     writeFileSync(file, renderReport(syntheticResults()));
     const ctx = await chromium.launchPersistentContext(join(dir, "profile"), { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1400, height: 900 } });
