@@ -102,6 +102,7 @@ export class GatewayMetrics {
   readonly predictionRatio = this.registry.gauge("kvgate_prediction_ratio", "Closed loop, per worker rank: reported over predicted cached tokens (running means; 1 = right)");
   readonly approxTtl = this.registry.gauge("kvgate_approx_block_ttl_seconds", "Closed loop, approximate-mode worker ranks: the block lifetime learnt from reported hits");
   readonly approxCapacity = this.registry.gauge("kvgate_approx_cache_capacity_blocks", "Closed loop, approximate-mode worker ranks: the cache size kvgate models the rank with (declared, then learnt from reported hits)");
+  readonly approxRefreshed = this.registry.counter("kvgate_approx_blocks_refreshed_total", "Approximate-mode ranks: blocks of in-flight prompts (this replica's or its peers') recorded again while they run, as their engine cannot evict them");
   readonly hotPrefixes = this.registry.gauge("kvgate_hot_prefixes", "Hot-prefix spreading: prompt prefixes tracked, and those now served from a subset of at least two workers (state=spread)");
   readonly hotPrefixDecisions = this.registry.counter("kvgate_hot_prefix_decisions_total", "Routing decisions hot-prefix spreading restricted to its prefix's workers");
   readonly hedges = this.registry.counter("kvgate_hedges_total", "Streams hedged for a slow first token, by which attempt answered first (primary or copy)");

@@ -215,7 +215,8 @@ export async function createGateway(config: GatewayConfig, host: GatewayHost = {
   let lastTick = now();
   const tick = (): Promise<void> | undefined => {
     lastTick = now();
-    router.tick();
+    const report = router.tick();
+    if (report.approxBlocksRefreshed > 0) metrics.approxRefreshed.inc(undefined, report.approxBlocksRefreshed);
     // Folds the core's u32 counters into the index's totals often enough that none wraps unseen between scrapes.
     index.counters();
     sync?.tick();

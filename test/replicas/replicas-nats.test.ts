@@ -88,6 +88,26 @@ describe.skipIf(skip)("router replicas over NATS", () => {
     b.stopTicks();
   }, 60_000);
 
+  it("should keep A's running prompt in B's model past its lifetime while A streams it, and let it age once A frees it", async () => {
+    const approx = ["--kv-events", "off", "--approx-ttl-ms", "1500"];
+    const a = await replica("ta", approx);
+    const b = await replica("tb", approx);
+    const chat = chatOf("A long answer keeps its prompt in the engine's cache. ");
+    const ctl = new AbortController();
+    expect((await post(`${a.g.url}/v1/chat/completions`, { ...chat, stream: true, max_tokens: 4000 }, {}, ctl.signal)).status).toBe(200);
+    // B sees A's stream loading the worker that holds the prompt, so it may route elsewhere: read the best overlap.
+    const best = async () => ((await (await post(`${b.g.url}/v1/route`, chat)).json()) as { best_overlap_blocks: number }).best_overlap_blocks;
+    const blocks = await until("B to record A's decision", best, (n) => n > 4);
+    // Three lifetimes on, the stream still runs: B recorded the prompt again from A's booking, as it does its own.
+    await new Promise((r) => setTimeout(r, 4_500));
+    expect(await best()).toBe(blocks);
+    expect(await metric(b.g, "kvgate_approx_blocks_refreshed_total")).toBeGreaterThanOrEqual(2 * blocks);
+    ctl.abort();
+    await until("B to let it age once A freed it", best, (n) => n === 0, 10_000);
+    a.stopTicks();
+    b.stopTicks();
+  }, 60_000);
+
   it("should count A's in-flight request in B's load until A frees it, and drop it when A stops heartbeating", async () => {
     const a = await replica("la");
     const b = await replica("lb");
