@@ -3,6 +3,7 @@
  * beside the event stream (sessions, the worker registry, index snapshots). Apart from nats-bus.ts, which owns the connection.
  */
 import type { SyncKv, SyncKvOptions, SyncObjectInfo, SyncObjects } from "../../replicas/sync-bus.ts";
+import { natsJetstream, natsKvModule, natsObjModule } from "./nats-modules.ts";
 
 type Conn = Awaited<ReturnType<typeof import("@nats-io/transport-node")["connect"]>>;
 type Kv = Awaited<ReturnType<InstanceType<typeof import("@nats-io/kv")["Kvm"]>["create"]>>;
@@ -38,8 +39,8 @@ function perConn<T>(open: (nc: Conn) => Promise<T>): (nc: Conn) => Promise<T> {
 
 export function natsKv(src: ConnSource, bucket: string, o: SyncKvOptions): SyncKv {
   const open = perConn(async (nc): Promise<Kv> => {
-    const { Kvm } = await import("@nats-io/kv");
-    const { StorageType } = await import("@nats-io/jetstream");
+    const { Kvm } = await natsKvModule();
+    const { StorageType } = await natsJetstream();
     return new Kvm(nc).create(bucket, { ttl: o.ttlMs, history: 1, maxValueSize: o.maxValueBytes, storage: StorageType.File });
   });
   return {
@@ -86,8 +87,8 @@ export function natsKv(src: ConnSource, bucket: string, o: SyncKvOptions): SyncK
 
 export function natsObjects(src: ConnSource, bucket: string, o: { maxBytes: number }): SyncObjects {
   const open = perConn(async (nc): Promise<Store> => {
-    const { Objm } = await import("@nats-io/obj");
-    const { StorageType } = await import("@nats-io/jetstream");
+    const { Objm } = await natsObjModule();
+    const { StorageType } = await natsJetstream();
     // A day's age limit: a replica that left for good takes its snapshot with it.
     return new Objm(nc).create(bucket, { storage: StorageType.File, max_bytes: o.maxBytes, ttl: 86_400_000_000_000 });
   });
