@@ -9,7 +9,7 @@
  *                                          the worker failed it (counted against the worker's health)
  */
 import { Hono, type Context, type MiddlewareHandler } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
+import { bearerToken } from "./bearer-token.ts";
 import { KvgateError } from "../core/errors.ts";
 import { parseJsonObject } from "../core/json-body.ts";
 import type { PlanView } from "../routing/index.ts";
@@ -28,7 +28,7 @@ export function newPlanId(): string {
 /** Requires the route token when one is configured; a pass-through otherwise. */
 export function routeTokenGuard(gw: GatewayState): MiddlewareHandler {
   const token = gw.config.routeToken;
-  return token ? bearerAuth({ token }) : async (_c, next) => next();
+  return token ? bearerToken(token) : async (_c, next) => next();
 }
 
 function bad(message: string, param?: string): never {

@@ -15,7 +15,7 @@
  *                                       them: replicas whose answers match hold the same index (src/replicas/index-divergence.ts)
  */
 import { Hono, type Context } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
+import { bearerToken } from "./bearer-token.ts";
 import { bodyLimit } from "./body-limit.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { WorkerHealth } from "../routing/index.ts";
@@ -51,7 +51,7 @@ export function adminRoutes(gw: GatewayState): Hono {
   const admin = new Hono();
   const token = gw.config.adminToken;
   admin.use("*", token
-    ? bearerAuth({ token })
+    ? bearerToken(token)
     : async function adminDisabled() {
       throw new KvgateError("KVGATE_ERR_FORBIDDEN", "the admin API is disabled; start kvgate with --admin-token (KVGATE_ADMIN_TOKEN)");
     });

@@ -6,7 +6,7 @@
  *   GET /v1/stats?since=T   series from interval start T on (the gateway clock, ms), for incremental polling
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
+import { bearerToken } from "./bearer-token.ts";
 import { KvgateError } from "../core/errors.ts";
 import { dashboardResponse } from "../dashboard/dashboard-page.ts";
 import type { GatewayState } from "./gateway-state.ts";
@@ -26,7 +26,7 @@ function parseSince(v: string | undefined): number | undefined {
 export function statsRoutes(gw: GatewayState): Hono {
   const app = new Hono();
   const token = gw.config.adminToken;
-  const auth = token ? bearerAuth({ token }) : open;
+  const auth = token ? bearerToken(token) : open;
   app.get("/v1/stats", auth, (c) => {
     const since = parseSince(c.req.query("since"));
     return c.json(buildStats(gw, { since }), 200, { "cache-control": "no-store" });
