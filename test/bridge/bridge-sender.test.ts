@@ -26,6 +26,8 @@ async function setup() {
 }
 
 const noWait = () => Promise.resolve();
+/** No backoff, but a turn of the event loop: a refused POST answered in microtasks alone would never let a timer run. */
+const nextTurn = () => new Promise<void>((r) => setTimeout(r, 0));
 
 describe("kv-frames body", () => {
   it("should round-trip messages byte for byte and reject truncated bodies with a typed error", () => {
@@ -101,7 +103,7 @@ describe("BridgeSender against a gateway", () => {
     const { gwFetch, gw } = await setup();
     let n = 0;
     const flaky: typeof fetch = (input, init) => (n++ < 2 ? Promise.resolve(new Response("busy", { status: 503 })) : gwFetch(input, init));
-    const wrongToken = new BridgeSender({ url: "http://kvgate.test/admin/kv-events", token: "nope", worker: "w1", fetch: flaky, sleep: noWait });
+    const wrongToken = new BridgeSender({ url: "http://kvgate.test/admin/kv-events", token: "nope", worker: "w1", fetch: flaky, sleep: nextTurn });
     await wrongToken.push(frame(0, batches[0]!));
     // Until it has been refused a few times (on a loaded machine 20 ms may hold only three attempts); the test timeout bounds it.
     while (wrongToken.stats.failures <= 3) await new Promise((r) => setTimeout(r, 5));
