@@ -15,10 +15,10 @@
  * Flags: --concurrency N (16)  --seconds S (2)  --rounds N (12)  --warmup S (8)  --max-tokens N (8)  --poll-ms N (2000)
  *        --speedup X (1000)  --no-browser
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { percentile, table, writeResults } from "./harness.ts";
 import { launch, processCpuSeconds, stop, type Proc } from "./processes.ts";
@@ -251,5 +251,6 @@ export async function main(argv: string[]): Promise<void> {
   } finally {
     await browser?.close();
     for (const p of procs) stop(p);
+    if (profile) rmSync(dirname(profile), { recursive: true, force: true });
   }
 }

@@ -10,9 +10,9 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadCoreModule } from "../src/wasm/module-fs.ts";
 import { KvIndex } from "../src/core/kv-index.ts";
@@ -167,6 +167,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   const runs = {} as Record<HostName, HostRun>;
   for (const h of order) runs[h] = { ...(await hosts[h].finish()), samples: samples[h] };
+  rmSync(dirname(file), { recursive: true, force: true });
   const all = order.map((h) => runs[h]);
   for (const k of ["setup_entries", "matched", "applied", "entries"] as const) {
     const vals = all.map((r) => r[k]);
