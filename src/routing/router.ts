@@ -109,7 +109,7 @@ export class Router {
 
   /** Load other router replicas hold on one rank (their bookings, shared over NATS): added to this router's own in the cost. */
   setRemoteLoad(id: string, dpRank: number, load: RemoteLoad): void {
-    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    const r = this.#core.rankOf({ worker: id, dpRank });
     if (!r) return;
     r.load.setRemote(load);
     this.#core.drain();
@@ -121,7 +121,7 @@ export class Router {
    * prompt to remove is not among them (the worker was re-added meanwhile): the caller counts the blocks plainly.
    */
   remotePrompt(id: string, dpRank: number, keys: Uint32Array, blocks: number, add: boolean): boolean {
-    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    const r = this.#core.rankOf({ worker: id, dpRank });
     if (!r || !r.load.assumeKvReuse) return false;
     // In the rank's prompts (load counts shared prefixes once) and among the in-flight prefixes (the active overlap a
     // prompt has with what is being prefilled there), as a local booking is.
@@ -140,7 +140,7 @@ export class Router {
    * router records its own. False when the rank is unknown here or its KV events tell this router what it caches.
    */
   recordPeerRoute(id: string, dpRank: number, words: Uint32Array): boolean {
-    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    const r = this.#core.rankOf({ worker: id, dpRank });
     return r !== undefined && this.#core.recordPeerRoute(r, words) >= 0;
   }
 
@@ -149,7 +149,7 @@ export class Router {
    * mode). Returns the function to call when the peer frees it; undefined when the rank is unknown here.
    */
   trackPeerInflight(id: string, dpRank: number, keys: Uint32Array, blocks: number): (() => void) | undefined {
-    const r = this.#core.registry.get(id)?.ranks.find((x) => x.dpRank === dpRank);
+    const r = this.#core.rankOf({ worker: id, dpRank });
     return r && this.#core.trackPeerInflight(r, keys, blocks);
   }
 
