@@ -3,6 +3,7 @@
  * candidates table the answer carries — in the `x-kvgate-explain` response header (compact JSON; gzip + base64url
  * when it would be large) or, for /v1/route, in the body. Format in docs/observability.md.
  */
+import { toBase64 } from "../core/base64.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { DecisionRecord } from "../routing/index.ts";
 
@@ -69,7 +70,7 @@ export async function encodeExplain(table: ExplainTable): Promise<string> {
   // eslint-disable-next-line no-control-regex
   if (json.length <= EXPLAIN_PLAIN_MAX && /^[\x20-\x7e]*$/.test(json)) return json;
   const gz = await new Response(new Blob([json]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
-  return base64url(new Uint8Array(gz));
+  return toBase64(new Uint8Array(gz), true);
 }
 
 /** Reads a header value back into the table (for clients and tests). */
@@ -78,12 +79,6 @@ export async function parseExplainHeader(value: string): Promise<ExplainTable> {
   const bytes = fromBase64url(value);
   const text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
   return JSON.parse(text) as ExplainTable;
-}
-
-function base64url(b: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000));
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function fromBase64url(s: string): Uint8Array<ArrayBuffer> {

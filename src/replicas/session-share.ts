@@ -3,6 +3,7 @@
  * binding made on one replica is honoured by the others for the same session key. Values carry the writer's replica id
  * and boot nonce, so a replica skips its own echoes yet a restarted one gets its earlier bindings back.
  */
+import { toBase64 } from "../core/base64.ts";
 import type { MetricsRegistry } from "../gateway/metrics-registry.ts";
 import type { NowFn } from "../routing/clock.ts";
 import type { Router } from "../routing/router.ts";
@@ -28,9 +29,7 @@ const dec = new TextDecoder();
 
 /** KV keys are subject tokens: a session id of any bytes becomes base64url of its UTF-8. */
 export function sessionKey(id: string): string {
-  let bin = "";
-  for (const b of enc.encode(id)) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64(enc.encode(id), true);
 }
 
 export class SessionShare {

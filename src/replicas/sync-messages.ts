@@ -2,6 +2,7 @@
  * @module The wire format replicas share: subjects, KV-event headers and the booking messages (JSON), decoded
  * defensively since any process on the NATS server may publish on these subjects.
  */
+import { toBase64 } from "../core/base64.ts";
 import { KvgateError } from "../core/errors.ts";
 
 export const EVENTS_PREFIX = "kvgate.events";
@@ -106,12 +107,9 @@ function decodeObject(m: Record<string, unknown>, outer: boolean): BookingMessag
   }
 }
 
-/** `blocks` (lo, hi) u32 pairs of `words` as base64 (btoa: on every runtime). */
+/** `blocks` (lo, hi) u32 pairs of `words` as base64 (standard alphabet, padded). */
 export function encodeHashes(words: Uint32Array, blocks: number): string {
-  const bytes = new Uint8Array(words.buffer, words.byteOffset, 8 * blocks);
-  let bin = "";
-  for (let i = 0; i < bytes.length; i += 0x4000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x4000));
-  return btoa(bin);
+  return toBase64(new Uint8Array(words.buffer, words.byteOffset, 8 * blocks));
 }
 
 /** The inverse of encodeHashes: a fresh array of 2 × blocks words. Throws KVGATE_ERR_SYNC_MESSAGE on a bad length. */
