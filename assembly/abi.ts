@@ -1,6 +1,6 @@
 // Status codes and the ABI version shared with src/wasm/abi.ts; negative returns are errors, never exceptions.
 
-export const ABI_VERSION: i32 = 2;
+export const ABI_VERSION: i32 = 3;
 
 export const OK: i32 = 0;
 export const E_STATE: i32 = -1;

@@ -9,13 +9,13 @@ import { nodeInit, nodeBytes, liveNodes } from "./index/node-table";
 import { entryInit, RECORD_BYTES } from "./index/entry-table";
 import { ttlInit, ttlCount } from "./index/ttl-store";
 import { heapInit, heapLen } from "./index/ttl-heap";
-import { lruInit } from "./index/ttl-lru";
+import { lruInit, lruClock } from "./index/ttl-lru";
 import {
   indexInit, dupInit, setApprox, slotOpen as openSlot, slotClose as closeSlot, clearSlot, storeBlocks, removeBlocks, expire as expireAt,
   totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches, setJump, MAX_JUMP } from "./index/find-matches";
-import { record, setSlotCapacity } from "./index/approx-record";
+import { record, setSlotCapacity, setNeedsRegion } from "./index/approx-record";
 import { dumpEntries, loadEntries } from "./index/entry-dump";
 import { digestSlots } from "./index/index-digest";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
@@ -27,7 +27,7 @@ import { S_OK, S_FALLBACK, S_CORRUPT } from "./events/msgpack";
 let ready = false;
 let slots = 0;
 let tokens: usize = 0, tokenCap = 0;
-let local: usize = 0, seq: usize = 0, blockCap = 0;
+let local: usize = 0, seq: usize = 0, needs: usize = 0, blockCap = 0;
 let mm: usize = 0, mmCap = 0, mmScratch: usize = 0;
 let out: usize = 0, active: usize = 0;
 let counters: usize = 0, events: usize = 0, eventCap = 0;
@@ -65,6 +65,7 @@ export function init(
   const timers = reserve(<usize>heapCap << 5);
   const heap = reserve(<usize>heapCap << 5);
   const lruLinks = reserve(<usize>heapCap << 3), lruLists = reserve(<usize>maxSlots << 4);
+  const lruStamps = reserve(<usize>heapCap << 2), lruClocks = reserve(<usize>maxSlots << 2);
   const perSlot = <usize>maxSlots << 2;
   const sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);
   counters = reserve(<usize>COUNTERS << 2);
@@ -81,14 +82,15 @@ export function init(
   const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
   const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
-  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || lruLinks == 0 || lruLists == 0 || sizesR == 0 || aliasR == 0 ||
+  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || lruLinks == 0 || lruLists == 0 || lruStamps == 0 || lruClocks == 0 ||
+      sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
       result == 0 || mm == 0 || digest == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
   nodeInit(nodes, tableCount, words, salt ^ 0x9E3779B97F4A7C15);
   entryInit(entryTable, tableCount, <u32>capacity, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
   ttlInit(timers, heapCap);
   heapInit(heap, heapCap);
-  lruInit(lruLinks, lruLists, maxSlots);
+  lruInit(lruLinks, lruLists, lruClocks, lruStamps, maxSlots);
   indexInit(maxSlots, sizesR, openR, aliasR, counters);
   dupInit(dupR, dupCount);
   setApprox(<u32>approxMax, pruneRatio);
@@ -108,10 +110,12 @@ function growPrompt(maxTokens: i32, maxBlocks: i32): i32 {
     tokenCap = maxTokens;
   }
   if (maxBlocks > blockCap) {
-    const l = reserve(<usize>maxBlocks << 3), s = reserve(<usize>maxBlocks << 3);
-    if (l == 0 || s == 0) return E_NO_MEMORY;
+    const l = reserve(<usize>maxBlocks << 3), s = reserve(<usize>maxBlocks << 3), nd = reserve(<usize>maxBlocks << 2);
+    if (l == 0 || s == 0 || nd == 0) return E_NO_MEMORY;
     local = l;
     seq = s;
+    needs = nd;
+    setNeedsRegion(nd);
     blockCap = maxBlocks;
   }
   return OK;
@@ -128,6 +132,8 @@ export function tokens_ptr(): usize { return tokens; }
 export function tokens_cap(): i32 { return tokenCap; }
 export function local_ptr(): usize { return local; }
 export function seq_ptr(): usize { return seq; }
+/** u32 per block of the last record_route: touches since blocks 0..i were last touched (approx-record.ts). */
+export function needs_ptr(): usize { return needs; }
 export function blocks_cap(): i32 { return blockCap; }
 export function mm_ptr(): usize { return mm; }
 export function mm_cap(): i32 { return mmCap; }
@@ -289,6 +295,9 @@ export function record_route(slot: i32, nBlocks: i32, now: f64, ttl: f64): i32 {
 }
 
 export function expire(now: f64): i32 { return ready ? expireAt(now) : E_STATE; }
+
+/** `slot`'s recency clock: blocks touched by prompts routed to it (wrapping u32; an unknown slot reads 0). */
+export function slot_clock(slot: i32): u32 { return ready && slot >= 0 && slot < slots ? lruClock(slot) : 0; }
 
 /** Approximate mode: `slot` keeps at most `capacity` routed blocks, least recent dropped first (0 = TTLs only). */
 export function slot_capacity(slot: i32, capacity: i32): i32 {

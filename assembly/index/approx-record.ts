@@ -3,19 +3,35 @@
 import { entryFind, freeEntries, R_SEQ, R_TTL, R_DEPTH } from "./entry-table";
 import { ttlAlloc, ttlRefresh, ttlRec, T_HASH } from "./ttl-store";
 import { heapPush } from "./ttl-heap";
-import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity } from "./ttl-lru";
+import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity, lruAge } from "./ttl-lru";
 import { count, create, drop, evictFor, expire, prune, slotOk } from "./block-index";
 import { E_BAD_SLOT, C_BAD_SLOT, C_CAPACITY, C_CAPPED } from "../abi";
+
+/** Where `record` writes each block's need (see below); set by the prompt regions (assembly/index.ts). */
+let needs: usize = 0;
+
+export function setNeedsRegion(base: usize): void {
+  needs = base;
+}
+
+// @ts-ignore: decorator
+@inline const NEVER: u32 = 0xFFFFFFFF;
 
 /**
  * Approximate mode: records that the prompt with these hashes was routed to `slot`, each block living `ttl` ms
  * from `now` (sliding). Blocks an engine event already confirmed keep no TTL. Returns blocks recorded.
+ *
+ * Writes, per block i, the slot's touches since the least recently touched of blocks 0..i was last touched before this
+ * call (0 for blocks an event confirmed, NEVER from the first block the slot did not hold): an LRU cache that still
+ * held blocks 0..i for this prompt is larger than that many blocks' worth of the prompts routed to it, so a prefix
+ * the engine reports shorter bounds its cache from above (the closed loop, capacity-learner.ts).
  */
 export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 {
   if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
   expire(now);
   const until = now + ttl;
   let done = 0;
+  let need: u32 = 0;
   for (let i = 0; i < n; i++) {
     const seq = load<u64>(seqs + (<usize>i << 3));
     let r = entryFind(slot, seq);
@@ -23,6 +39,12 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
       drop(r);
       r = 0;
     }
+    if (r == 0) need = NEVER;
+    else {
+      const t = load<u32>(r, R_TTL);
+      if (t != 0) need = max(need, lruAge(slot, t - 1));
+    }
+    store<u32>(needs + (<usize>i << 2), need);
     if (r != 0) {
       const t = load<u32>(r, R_TTL);
       if (t != 0) {
@@ -33,7 +55,11 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
       continue;
     }
     if (freeEntries() == 0) evictFor(1);
-    if (freeEntries() == 0) { count(C_CAPACITY); break; }
+    if (freeEntries() == 0) {
+      count(C_CAPACITY);
+      for (let j = i + 1; j < n; j++) store<u32>(needs + (<usize>j << 2), NEVER);
+      break;
+    }
     const id = ttlAlloc(slot, seq, <u32>i, until);
     // Timers are sized to approxMax + 1 and pruning keeps them there; running out is a bug, so trap and rebuild.
     if (id < 0) unreachable();

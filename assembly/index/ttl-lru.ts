@@ -5,11 +5,29 @@
 let links: usize = 0;
 // Per slot (16 bytes): head (least recent) id + 1 u32 | tail id + 1 u32 | timers u32 | capacity u32 (0 = none)
 let lists: usize = 0;
+// Recency as a count (the closed loop bounds an engine's cache by how long ago a block it missed was routed): per slot
+// a u32 clock that ticks once per block a routed prompt touches, per timer the clock when its block was last touched.
+// Ages are wrapping differences: exact while fewer than 2^32 blocks are routed to a slot within one block's lifetime.
+let clocks: usize = 0;
+let stamps: usize = 0;
 
-export function lruInit(linkBase: usize, listBase: usize, slots: i32): void {
+export function lruInit(linkBase: usize, listBase: usize, clockBase: usize, stampBase: usize, slots: i32): void {
   links = linkBase;
   lists = listBase;
+  clocks = clockBase;
+  stamps = stampBase;
   memory.fill(listBase, 0, <usize>slots << 4);
+  memory.fill(clockBase, 0, <usize>slots << 2);
+}
+
+/** The slot's clock: blocks touched by prompts routed to it so far (wrapping). */
+export function lruClock(slot: i32): u32 {
+  return load<u32>(clocks + (<usize>slot << 2));
+}
+
+/** Touches routed to the slot since timer `id`'s block was last touched. */
+export function lruAge(slot: i32, id: u32): u32 {
+  return lruClock(slot) - load<u32>(stamps + (<usize>id << 2));
 }
 
 // @ts-ignore: decorator
@@ -36,9 +54,10 @@ function append(slot: i32, id: u32): void {
   store<u32>(l, id + 1, 4);
 }
 
-/** A new timer of `slot` is its most recent. */
+/** A new timer of `slot` is its most recent (stamped with the clock as it is: the touch that follows ticks it). */
 export function lruAdd(slot: i32, id: u32): void {
   append(slot, id);
+  store<u32>(stamps + (<usize>id << 2), lruClock(slot));
   store<u32>(list(slot), load<u32>(list(slot), 8) + 1, 8);
 }
 
@@ -47,8 +66,12 @@ export function lruRemove(slot: i32, id: u32): void {
   store<u32>(list(slot), load<u32>(list(slot), 8) - 1, 8);
 }
 
-/** Makes timer `id` (already in `slot`'s list) the slot's most recent. */
+/** Makes timer `id` (already in `slot`'s list) the slot's most recent; the slot's clock ticks. */
 export function lruTouch(slot: i32, id: u32): void {
+  const c = clocks + (<usize>slot << 2);
+  const now = load<u32>(c) + 1;
+  store<u32>(c, now);
+  store<u32>(stamps + (<usize>id << 2), now);
   if (load<u32>(list(slot), 4) == id + 1) return;
   unlink(slot, id);
   append(slot, id);

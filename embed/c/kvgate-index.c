@@ -92,7 +92,7 @@ static uint32_t budget_pages(const kvgate_options* o) {
   uint64_t words = (o->max_slots + 63) / 64;
   uint64_t table = pow2_at_least(((uint64_t)o->capacity * 4 + 2) / 3);
   uint64_t heap = (o->capacity < (uint64_t)o->approx_max_blocks + 1 ? o->capacity : (uint64_t)o->approx_max_blocks + 1) + 64;
-  uint64_t fixed = table * (8 + 8 * words) + table * 32 + heap * 64 + (uint64_t)o->max_slots * 32 + words * 8 +
+  uint64_t fixed = table * (8 + 8 * words) + table * 32 + heap * 68 + (uint64_t)o->max_slots * 36 + words * 8 +
                    o->event_bytes + (uint64_t)o->event_blocks * 24 + 9ull * o->max_slots * 8 +
                    (uint64_t)o->max_multimodal * 24 + 8193 * 4 + 4096;
   uint64_t e16 = o->event_bytes >> 4;
@@ -102,7 +102,7 @@ static uint32_t budget_pages(const kvgate_options* o) {
   /* Prompt memo (assembly/hash/prompt-memo.ts): entry records, the ring, a directory and a doorkeeper of `slots`. */
   uint64_t slots = pow2_at_least(16ull * o->prompt_memo_entries > 1024 ? 16ull * o->prompt_memo_entries : 1024);
   uint64_t memo = o->prompt_memo_entries ? 64ull * o->prompt_memo_entries + o->prompt_memo_bytes + slots * 12 + 128 : 0;
-  uint64_t total = fixed + dup + memo + 2 * 20ull * o->max_prompt_tokens + 20ull * o->prompt_tokens + in + out + 256 + (1u << 20);
+  uint64_t total = fixed + dup + memo + 2 * 24ull * o->max_prompt_tokens + 24ull * o->prompt_tokens + in + out + 256 + (1u << 20);
   uint64_t pages = (total + 65535) / 65536;
   return pages > 65536 ? 65536 : (uint32_t)pages;
 }

@@ -35,7 +35,7 @@ extern "C" {
 #define KVGATE_E_BROKEN (-34) /* a rebuild after a trap failed; only kvgate_destroy is valid */
 
 /* The core ABI this library was written against (assembly/abi.ts ABI_VERSION). */
-#define KVGATE_ABI_VERSION 2
+#define KVGATE_ABI_VERSION 3
 
 /* Counter indices of kvgate_stats.counters (cumulative since creation). */
 enum {

@@ -116,10 +116,10 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
   const words = Math.ceil(r.maxSlots / 64);
   const table = pow2AtLeast(Math.floor((r.capacity * 4 + 2) / 3));
   const heap = Math.min(r.capacity, r.approxMaxBlocks + 1) + 64;
-  const fixed = table * (8 + 8 * words) + table * 32 + heap * 72 + r.maxSlots * 48 + words * 8 +
+  const fixed = table * (8 + 8 * words) + table * 32 + heap * 76 + r.maxSlots * 52 + words * 8 +
     r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
   const dup = pow2AtLeast(Math.max(r.eventBytes >> 4, r.eventBlocks) * 2) * 16;
-  const prompt = (t: number): number => t * 4 + t * 16;
+  const prompt = (t: number): number => t * 4 + t * 20;
   // Prompt memo (assembly/hash/prompt-memo.ts): entry records, the ring, a directory and a doorkeeper of `slots`.
   const memo = r.promptMemoEntries > 0 ? r.promptMemoEntries * 64 + r.promptMemoBytes + pow2AtLeast(Math.max(1024, 16 * r.promptMemoEntries)) * 12 + 128 : 0;
   return fixed + dup + memo + 2 * prompt(r.maxPromptTokens) + prompt(r.promptTokens) + ingestBytes(r).total + (1 << 20);

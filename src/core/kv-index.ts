@@ -291,6 +291,24 @@ export class KvIndex {
     });
   }
 
+  /**
+   * After a recordRoute: for each of the prompt's first `n` blocks, how many blocks routed to its rank ago the least
+   * recently routed of blocks 0..i was routed before (0xFFFFFFFF from the first block the rank did not hold; see NEEDS
+   * in docs/abi.md). An engine that missed block i has an LRU cache no larger than that, plus what came since.
+   */
+  lastRecordNeeds(n: number): Uint32Array {
+    return this.#guard("needs", (c) => {
+      if (!(n >= 0 && n <= c.blocks_cap())) throw new KvgateError("KVGATE_ERR_BAD_ARGUMENT", `${n} blocks exceed the prompt capacity ${c.blocks_cap()}`);
+      const p = c.needs_ptr() >>> 2;
+      return this.#u32.slice(p, p + n);
+    });
+  }
+
+  /** A slot's recency clock: blocks recorded on it so far, wrapping at 2^32 (see slot_clock in docs/abi.md). */
+  slotClockOf(slot: number): number {
+    return this.#guard("slot_clock", (c) => c.slot_clock(slot) >>> 0);
+  }
+
   /** Drops approximate blocks whose TTL ran out by `now`; returns how many. */
   expire(now: number): number {
     return this.#guard("expire", (c) => c.expire(now));

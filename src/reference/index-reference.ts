@@ -38,6 +38,8 @@ export function chainStep(prev: bigint, local: bigint): bigint {
 }
 
 const M64 = (1n << 64n) - 1n;
+/** A need past the first block a slot did not hold (NEEDS in docs/abi.md). */
+const NEVER = 0xffffffff;
 
 /** splitmix64's finalizer, as the core's index digest mixes each entry. */
 export function fmix64(x: bigint): bigint {
@@ -57,6 +59,12 @@ export class ReferenceIndex {
   readonly recency = new Map<number, Map<bigint, true>>();
   /** slot → most timed entries it keeps (absent: no bound but the TTLs). */
   readonly capacities = new Map<number, number>();
+  /** slot → blocks touched by recorded prompts (u32, wrapping); kept while the slot is closed, as the core does. */
+  readonly clocks = new Map<number, number>();
+  /** slot → engine hash → the slot's clock when its timed entry was last touched. */
+  readonly stamps = new Map<number, Map<bigint, number>>();
+  /** The last record's per-block needs (NEEDS in docs/abi.md). */
+  lastNeeds: number[] = [];
   size = 0;
   ttlCount = 0;
 
@@ -73,6 +81,7 @@ export class ReferenceIndex {
       this.entries.set(slot, new Map());
       this.holds.set(slot, new Map());
       this.recency.set(slot, new Map());
+      this.stamps.set(slot, new Map());
     }
   }
 
@@ -96,6 +105,7 @@ export class ReferenceIndex {
     if (e.expiry > 0) {
       this.ttlCount++;
       this.recency.get(slot)!.set(hash, true);
+      this.stamps.get(slot)!.set(hash, this.clocks.get(slot) ?? 0);
     }
   }
 
@@ -244,6 +254,10 @@ export class ReferenceIndex {
     if (!this.open.has(slot)) { this.counters.badSlot++; return -1; }
     this.expire(now);
     const mine = this.entries.get(slot)!;
+    const clock = this.clocks.get(slot) ?? 0;
+    const stamps = this.stamps.get(slot)!;
+    const needs: number[] = (this.lastNeeds = []);
+    let need = 0;
     let done = 0;
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]!;
@@ -252,6 +266,9 @@ export class ReferenceIndex {
         this.#drop(slot, seq);
         e = undefined;
       }
+      if (!e) need = NEVER;
+      else if (e.expiry > 0) need = Math.max(need, (clock - stamps.get(seq)!) >>> 0);
+      needs.push(need);
       if (e) {
         if (e.expiry > 0) {
           e.expiry = now + ttl;
@@ -261,7 +278,11 @@ export class ReferenceIndex {
         continue;
       }
       if (this.size >= this.capacity) this.counters.evicted += this.#evictOldest(1);
-      if (this.size >= this.capacity) { this.counters.capacity++; break; }
+      if (this.size >= this.capacity) {
+        this.counters.capacity++;
+        while (needs.length < seqs.length) needs.push(NEVER);
+        break;
+      }
       this.#create(slot, seq, { seq, expiry: now + ttl, depth: i });
       done++;
       this.#prune();
@@ -273,6 +294,9 @@ export class ReferenceIndex {
       if (!e || e.seq !== seqs[i] || e.expiry === 0) continue;
       order.delete(seqs[i]!);
       order.set(seqs[i]!, true);
+      const tick = ((this.clocks.get(slot) ?? 0) + 1) >>> 0;
+      this.clocks.set(slot, tick);
+      stamps.set(seqs[i]!, tick);
     }
     this.#enforceCapacity(slot);
     return done;

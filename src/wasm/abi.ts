@@ -1,6 +1,6 @@
 /** @module The contract with the WASM core: export signatures, ABI version and status codes (mirrors assembly/abi.ts). */
 
-export const ABI_VERSION = 2;
+export const ABI_VERSION = 3;
 
 export const Status = {
   OK: 0,
@@ -56,6 +56,7 @@ export interface CoreExports {
   tokens_cap(): number;
   local_ptr(): number;
   seq_ptr(): number;
+  needs_ptr(): number;
   blocks_cap(): number;
   mm_ptr(): number;
   mm_cap(): number;
@@ -85,6 +86,7 @@ export interface CoreExports {
   remove_blocks(slot: number, n: number): number;
   apply_events(nBytes: number): number;
   record_route(slot: number, nBlocks: number, now: number, ttl: number): number;
+  slot_clock(slot: number): number;
   expire(now: number): number;
   slot_capacity(slot: number, capacity: number): number;
   match_jump(jump: number): number;
@@ -119,10 +121,10 @@ export const IngestPolicyFlag = {
 } as const;
 
 export const EXPORT_NAMES: readonly (keyof CoreExports)[] = [
-  "memory", "init", "grow_prompt", "abi_version", "tokens_ptr", "tokens_cap", "local_ptr", "seq_ptr", "blocks_cap",
+  "memory", "init", "grow_prompt", "abi_version", "tokens_ptr", "tokens_cap", "local_ptr", "seq_ptr", "needs_ptr", "blocks_cap",
   "mm_ptr", "mm_cap", "out_ptr", "sizes_ptr", "counters_ptr", "events_ptr", "events_cap", "io_ptr", "io_cap", "score_ptr",
   "result_ptr", "last_blocks", "memory_used", "entries", "nodes", "ttl_entries", "heap_items", "hash_bytes",
   "hash_prompt", "find_matches", "route", "slot_open", "slot_close", "clear_slot", "store_blocks", "remove_blocks",
-  "apply_events", "record_route", "expire", "slot_capacity", "match_jump", "memo_init", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
+  "apply_events", "record_route", "slot_clock", "expire", "slot_capacity", "match_jump", "memo_init", "dump_cap", "dump_entries", "load_entries", "index_digest", "digest_ptr", "score", "debug_trap",
   "ingest_reserve", "ingest_in_ptr", "ingest_in_cap", "ingest_out_ptr", "ingest_result_ptr", "ingest_decode", "ingest_apply",
 ];

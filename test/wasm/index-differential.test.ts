@@ -158,7 +158,11 @@ async function runScenario(s: Scenario): Promise<void> {
         const cap = capRnd.next() < 0.2 ? 0 : 1 + capRnd.int(capRnd.next() < 0.5 ? 40 : 2 * s.approxMax);
         expect(idx.setSlotCapacity(key(w, r), r, cap)).toBe(ref.setCapacity(slot, cap));
       }
-      expect(hooks.recordHashes(idx, key(w, r), r, seqs, now, ttl)).toBe(ref.record(slot, seqs, now, ttl));
+      const recorded = hooks.recordHashes(idx, key(w, r), r, seqs, now, ttl);
+      expect(recorded).toBe(ref.record(slot, seqs, now, ttl));
+      // The recency ages the closed loop bounds an engine's cache with (NEEDS), and the slot's clock.
+      if (recorded >= 0) expect([...idx.lastRecordNeeds(seqs.length)]).toEqual(ref.lastNeeds);
+      expect(idx.slotClockOf(slot)).toBe(ref.clocks.get(slot) ?? 0);
     } else if (roll < t[3]!) {
       // find_matches of a random prompt prefix.
       const path = pathTo(nodes[rnd.int(nodes.length)]!);
