@@ -23,5 +23,6 @@ export function recordUsage(gw: GatewayState, signals: RouteSignals, usage: unkn
     queuedPrefillTokens: signals.queuedPrefillTokens,
     completionTokens: r.completion !== undefined && r.completion >= 0 ? r.completion : undefined, sessionId: scope?.sessionId,
     evictedSince: gw.ingest.blocksRemovedOf(signals.worker, signals.dpRank) > (removedAtRouting.get(signals) ?? Infinity),
+    decision: signals,
   });
 }

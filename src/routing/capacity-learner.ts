@@ -66,8 +66,10 @@ export class CapacityLearner {
   /**
    * One response: `predicted` and `reported` cached tokens. Returns the new capacity when it moved. A rank with no
    * capacity yet starts, on its first shortfall, from what the model held then (`held`): the engine had less.
+   * `bound`: at most how many blocks the engine can hold, as this shortfall shows (recency-bound.ts); the capacity
+   * drops to it at once, though never below half of what it was, so one answer that misled cannot empty the model.
    */
-  observe(key: string, predicted: number, reported: number, blockSize: number, held: () => number): number | undefined {
+  observe(key: string, predicted: number, reported: number, blockSize: number, held: () => number, bound?: number): number | undefined {
     const dir = reported <= predicted - blockSize ? -1 : reported >= predicted + blockSize ? 1 : 0;
     if (dir === 0) return undefined;
     let s = this.#ranks.get(key);
@@ -80,7 +82,8 @@ export class CapacityLearner {
     }
     s.step = s.dir === dir ? Math.min(this.config.maxStep, s.step * this.config.growth) : this.config.minStep;
     s.dir = dir;
-    const next = Math.round(Math.min(s.maxBlocks, Math.max(this.config.minBlocks, s.blocks * (1 + dir * s.step))));
+    let next = Math.round(Math.min(s.maxBlocks, Math.max(this.config.minBlocks, s.blocks * (1 + dir * s.step))));
+    if (dir < 0 && bound !== undefined && bound < next) next = Math.max(this.config.minBlocks, Math.round(bound), Math.ceil(s.blocks / 4));
     if (next === s.blocks) return undefined;
     s.blocks = next;
     s.moves++;

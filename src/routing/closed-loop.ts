@@ -9,6 +9,8 @@ import { CapacityLearner } from "./capacity-learner.ts";
 import { LoadTrust, trustBand } from "./load-trust.ts";
 import { PredictionMonitor, rankMapKey, type PredictionConfig, type RankPrediction } from "./prediction-monitor.ts";
 import type { WorkerRegistry } from "./worker-registry.ts";
+import { missBound, type RecencyProfile } from "./recency-bound.ts";
+import type { RouteSignals } from "./routing-types.ts";
 
 /** One response's usage set against what was predicted when it was routed. */
 export interface UsageReport {
@@ -30,6 +32,8 @@ export interface UsageReport {
   /** usage.completion_tokens, when the answer is complete (decode-aware load learns output lengths from it). */
   completionTokens?: number;
   sessionId?: string;
+  /** The decision answered, when the caller has it: an approximate rank's answer then bounds its cache (recency-bound.ts). */
+  decision?: RouteSignals;
 }
 
 export interface DistrustInfo {
@@ -107,7 +111,8 @@ export class ClosedLoop {
     this.#generation = d.index.generation;
   }
 
-  report(u: UsageReport): void {
+  /** One answer; `recency`: what was kept of its decision on an approximate rank (RoutingCore.recency). */
+  report(u: UsageReport, recency?: RecencyProfile): void {
     const w = this.registry.get(u.worker);
     const rank = w?.ranks.find((r) => r.dpRank === u.dpRank);
     if (!w || !rank) return;
@@ -127,7 +132,8 @@ export class ClosedLoop {
       return;
     }
     if (!precise) {
-      const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot));
+      const bound = recency && missBound(recency, u.reportedTokens, w.blockSize, this.index.slotClockOf(rank.slot));
+      const moved = this.capacity.observe(k, u.predictedTokens, u.reportedTokens, w.blockSize, () => this.index.treeSizeOfSlot(rank.slot), bound);
       if (moved !== undefined) this.index.setSlotCapacity(u.worker, u.dpRank, moved);
     }
     // Approximate ranks too: what their model still gets wrong (an engine evicting blocks while a request waits in its

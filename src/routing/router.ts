@@ -280,7 +280,7 @@ export class Router {
 
   /** A response's usage against its routing-time prediction (the closed loop; see closed-loop.ts). */
   reportUsage(u: UsageReport): void {
-    this.#loop.report(u);
+    this.#loop.report(u, u.decision && this.#core.recency.get(u.decision));
     if (u.completionTokens !== undefined) this.#core.outputs.observe(u.sessionId, u.completionTokens);
   }
 

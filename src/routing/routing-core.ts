@@ -15,6 +15,7 @@ import type { RandomSource } from "./prng.ts";
 import type { RouterConfig } from "./router-config.ts";
 import type { FreeReason, RouteRequest, RouteSignals } from "./routing-types.ts";
 import { routeSignals } from "./route-signals.ts";
+import { recencyProfile, type RecencyProfile } from "./recency-bound.ts";
 import { OutputLengthPredictor } from "./output-length.ts";
 import { Capture, Selector, type CaptureLevel, type Selection } from "./selector.ts";
 import type { DecisionRecord } from "./decision-record.ts";
@@ -102,6 +103,9 @@ export class RoutingCore {
   #drainAgain = false;
   #deferred = 0;
   #drainPending = false;
+
+  /** Per approximate decision with a predicted hit, what its answer can bound the engine's cache with (closed loop). */
+  readonly recency = new WeakMap<RouteSignals, RecencyProfile>();
 
   constructor(readonly index: KvIndex, readonly config: RouterConfig, readonly now: NowFn, readonly fine: NowFn,
     rand: RandomSource, private readonly hooks: CoreHooks) {
@@ -281,8 +285,10 @@ export class RoutingCore {
     const sel = this.selector.select(req, { ...this.#scoreParams(req), candidates: r.candidates, pinned: r.pinned, willBook: true, capture });
     const rank = sel.rank;
     // A worker without KV events never tells us what it cached: predict that it now holds this prompt (TTL).
+    let recency: RecencyProfile | undefined;
     if (this.#recordsRoutesOn(rank)) {
       this.#recorded[rank.slot] = this.#recorded[rank.slot]! + this.index.recordRoute(rank.worker.id, rank.dpRank, this.now(), this.#approxTtl(rank));
+      if (this.config.closedLoop && sel.overlapBlocks > 0) recency = recencyProfile(this.index, rank.slot, sel.overlapBlocks, rank.load.activeBlocks);
       this.hooks.onRecorded?.(rank.worker.id, rank.dpRank);
     }
     const s = p.session && !p.session.readOnly ? p.session : undefined;
@@ -298,6 +304,7 @@ export class RoutingCore {
       if (p.bindAtBook) this.bindSession(s, rank);
     }
     const signals = this.signals(p, sel, r.via);
+    if (recency) this.recency.set(signals, recency);
     this.hooks.onRouted?.(signals);
     this.hooks.onBooked?.(booking);
     const decision = sel.capture && this.#record(p, sel, signals);
