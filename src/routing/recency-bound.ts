@@ -30,13 +30,15 @@ export function recencyProfile(index: KvIndex, slot: number, predictedBlocks: nu
 
 /**
  * The most blocks the engine's cache can hold, in blocks routed to its rank, given that it reported `reportedTokens`
- * cached; undefined when the answer bounds nothing (it had every predicted block, or the missing one was never held or
- * may not have been prefilled yet). `clockNow` is the rank's clock now: blocks routed since also count, as the engine
+ * cached; undefined when the answer bounds nothing (it had more than half the predicted blocks, or the missing one was never
+ * held or may not have been prefilled yet). `clockNow` is the rank's clock now: blocks routed since also count, as the engine
  * may have evicted the block while this request waited.
  */
 export function missBound(p: RecencyProfile, reportedTokens: number, blockSize: number, clockNow: number): number | undefined {
   const missing = Math.floor(reportedTokens / blockSize);
-  if (missing >= p.needs.length) return undefined;
+  // Only a miss (at most half the prediction): a prompt a block or two short is how engines count a fully cached
+  // prompt's last block, or a block the request's own neighbour had not finished, not an eviction.
+  if (2 * missing > p.needs.length) return undefined;
   const need = p.needs[missing]!;
   if (need === NEVER || need <= p.inflightBlocks) return undefined;
   return need + ((clockNow - p.clock) >>> 0);

@@ -9,18 +9,20 @@ const profile = (needs: number[], clock = 1_000, inflightBlocks = 0): RecencyPro
 
 describe("missBound", () => {
   it("should bound by the first missing block's need plus what was routed since", () => {
-    const p = profile([0, 40, 40, 300, 900]);
+    const p = profile([0, 40, 40, 300, 900, 900, 900]);
     expect(missBound(p, 3 * BS, BS, 1_000)).toBe(300);
     expect(missBound(p, 3 * BS + 5, BS, 1_250)).toBe(550);
+    // Four of seven predicted blocks is more than a miss: it bounds nothing.
+    expect(missBound(p, 4 * BS, BS, 1_000)).toBeUndefined();
     // The clock wraps at 2^32.
-    expect(missBound(profile([0, 70], 0xffff_fff0), 1 * BS, BS, 0x10)).toBe(70 + 0x20);
+    expect(missBound(profile([0, 70, 70], 0xffff_fff0), 1 * BS, BS, 0x10)).toBe(70 + 0x20);
   });
 
   it("should bound nothing when every predicted block was there, the block was never held, or it may not have been prefilled", () => {
     expect(missBound(profile([0, 40, 300]), 3 * BS, BS, 1_000)).toBeUndefined();
-    expect(missBound(profile([0, 40, NEVER]), 2 * BS, BS, 1_000)).toBeUndefined();
-    expect(missBound(profile([0, 40, 300], 1_000, 300), 2 * BS, BS, 1_000)).toBeUndefined();
-    expect(missBound(profile([0, 40, 301], 1_000, 300), 2 * BS, BS, 1_000)).toBe(301);
+    expect(missBound(profile([0, NEVER, NEVER]), 1 * BS, BS, 1_000)).toBeUndefined();
+    expect(missBound(profile([0, 300, 300], 1_000, 300), 1 * BS, BS, 1_000)).toBeUndefined();
+    expect(missBound(profile([0, 301, 301], 1_000, 300), 1 * BS, BS, 1_000)).toBe(301);
   });
 });
 
