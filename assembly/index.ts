@@ -64,8 +64,7 @@ export function init(
   const entryTable = reserve(<usize>tableCount * RECORD_BYTES);
   const timers = reserve(<usize>heapCap << 5);
   const heap = reserve(<usize>heapCap << 5);
-  const lruLinks = reserve(<usize>heapCap << 3), lruLists = reserve(<usize>maxSlots << 4);
-  const lruStamps = reserve(<usize>heapCap << 2), lruClocks = reserve(<usize>maxSlots << 2);
+  const lruLinks = reserve(<usize>heapCap << 4), lruLists = reserve(<usize>maxSlots << 4), lruClocks = reserve(<usize>maxSlots << 2);
   const perSlot = <usize>maxSlots << 2;
   const sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);
   counters = reserve(<usize>COUNTERS << 2);
@@ -82,7 +81,7 @@ export function init(
   const dupCount = <u32>pow2AtLeast(<u64>max<i32>(eventBytes >> 4, maxBlocks) * 2);
   const dupR = reserve(<usize>dupCount << 4);
   mmScratch = reserve((<usize>MAX_BLOCK_SIZE + 1) * 4 + (<usize>maxMm << 3));
-  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || lruLinks == 0 || lruLists == 0 || lruStamps == 0 || lruClocks == 0 ||
+  if (nodes == 0 || entryTable == 0 || timers == 0 || heap == 0 || lruLinks == 0 || lruLists == 0 || lruClocks == 0 ||
       sizesR == 0 || aliasR == 0 ||
       openR == 0 || counters == 0 || out == 0 || active == 0 || events == 0 || io == 0 || scoreRegion == 0 ||
       result == 0 || mm == 0 || digest == 0 || mmScratch == 0 || dupR == 0) return E_NO_MEMORY;
@@ -90,7 +89,7 @@ export function init(
   entryInit(entryTable, tableCount, <u32>capacity, (salt * 0xBF58476D1CE4E5B9) ^ 0x94D049BB133111EB);
   ttlInit(timers, heapCap);
   heapInit(heap, heapCap);
-  lruInit(lruLinks, lruLists, lruClocks, lruStamps, maxSlots);
+  lruInit(lruLinks, lruLists, lruClocks, maxSlots);
   indexInit(maxSlots, sizesR, openR, aliasR, counters);
   dupInit(dupR, dupCount);
   setApprox(<u32>approxMax, pruneRatio);

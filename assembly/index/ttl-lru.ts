@@ -1,7 +1,8 @@
 // Approximate mode's recency order per slot: a doubly linked list of each slot's timers, so a slot given a capacity
 // (learnt from the engine's reported hits) drops its least recently routed blocks first, as the engine's LRU does.
 
-// Per timer id (8 bytes): previous id + 1 u32 | next id + 1 u32 (0 = none)
+// Per timer id (16 bytes): previous id + 1 u32 | next id + 1 u32 (0 = none) | stamp u32 | unused u32. The stamp sits
+// with the links so reading a block's age warms the line the touch that follows moves.
 let links: usize = 0;
 // Per slot (16 bytes): head (least recent) id + 1 u32 | tail id + 1 u32 | timers u32 | capacity u32 (0 = none)
 let lists: usize = 0;
@@ -9,13 +10,11 @@ let lists: usize = 0;
 // a u32 clock that ticks once per block a routed prompt touches, per timer the clock when its block was last touched.
 // Ages are wrapping differences: exact while fewer than 2^32 blocks are routed to a slot within one block's lifetime.
 let clocks: usize = 0;
-let stamps: usize = 0;
 
-export function lruInit(linkBase: usize, listBase: usize, clockBase: usize, stampBase: usize, slots: i32): void {
+export function lruInit(linkBase: usize, listBase: usize, clockBase: usize, slots: i32): void {
   links = linkBase;
   lists = listBase;
   clocks = clockBase;
-  stamps = stampBase;
   memory.fill(listBase, 0, <usize>slots << 4);
   memory.fill(clockBase, 0, <usize>slots << 2);
 }
@@ -27,11 +26,11 @@ export function lruClock(slot: i32): u32 {
 
 /** Touches routed to the slot since timer `id`'s block was last touched. */
 export function lruAge(slot: i32, id: u32): u32 {
-  return lruClock(slot) - load<u32>(stamps + (<usize>id << 2));
+  return lruClock(slot) - load<u32>(link(id), 8);
 }
 
 // @ts-ignore: decorator
-@inline function link(id: u32): usize { return links + (<usize>id << 3); }
+@inline function link(id: u32): usize { return links + (<usize>id << 4); }
 // @ts-ignore: decorator
 @inline function list(slot: i32): usize { return lists + (<usize>slot << 4); }
 
@@ -57,7 +56,7 @@ function append(slot: i32, id: u32): void {
 /** A new timer of `slot` is its most recent (stamped with the clock as it is: the touch that follows ticks it). */
 export function lruAdd(slot: i32, id: u32): void {
   append(slot, id);
-  store<u32>(stamps + (<usize>id << 2), lruClock(slot));
+  store<u32>(link(id), lruClock(slot), 8);
   store<u32>(list(slot), load<u32>(list(slot), 8) + 1, 8);
 }
 
@@ -71,7 +70,7 @@ export function lruTouch(slot: i32, id: u32): void {
   const c = clocks + (<usize>slot << 2);
   const now = load<u32>(c) + 1;
   store<u32>(c, now);
-  store<u32>(stamps + (<usize>id << 2), now);
+  store<u32>(link(id), now, 8);
   if (load<u32>(list(slot), 4) == id + 1) return;
   unlink(slot, id);
   append(slot, id);

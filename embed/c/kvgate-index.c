@@ -92,7 +92,7 @@ static uint32_t budget_pages(const kvgate_options* o) {
   uint64_t words = (o->max_slots + 63) / 64;
   uint64_t table = pow2_at_least(((uint64_t)o->capacity * 4 + 2) / 3);
   uint64_t heap = (o->capacity < (uint64_t)o->approx_max_blocks + 1 ? o->capacity : (uint64_t)o->approx_max_blocks + 1) + 64;
-  uint64_t fixed = table * (8 + 8 * words) + table * 32 + heap * 68 + (uint64_t)o->max_slots * 36 + words * 8 +
+  uint64_t fixed = table * (8 + 8 * words) + table * 32 + heap * 80 + (uint64_t)o->max_slots * 36 + words * 8 +
                    o->event_bytes + (uint64_t)o->event_blocks * 24 + 9ull * o->max_slots * 8 +
                    (uint64_t)o->max_multimodal * 24 + 8193 * 4 + 4096;
   uint64_t e16 = o->event_bytes >> 4;

@@ -116,7 +116,7 @@ export function budgetBytes(r: ResolvedKvIndexOptions): number {
   const words = Math.ceil(r.maxSlots / 64);
   const table = pow2AtLeast(Math.floor((r.capacity * 4 + 2) / 3));
   const heap = Math.min(r.capacity, r.approxMaxBlocks + 1) + 64;
-  const fixed = table * (8 + 8 * words) + table * 32 + heap * 76 + r.maxSlots * 52 + words * 8 +
+  const fixed = table * (8 + 8 * words) + table * 32 + heap * 80 + r.maxSlots * 52 + words * 8 +
     r.eventBytes + r.eventBlocks * 24 + 9 * r.maxSlots * 8 + r.maxMultimodal * 24 + 8193 * 4 + 4096;
   const dup = pow2AtLeast(Math.max(r.eventBytes >> 4, r.eventBlocks) * 2) * 16;
   const prompt = (t: number): number => t * 4 + t * 20;

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { tempDir } from "../support/temp-dirs.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, buildCore } from "./hosts.ts";
+import { ABI_VERSION } from "../../src/wasm/abi.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -81,7 +82,7 @@ describe.skipIf(!existsSync(CHROMIUM))("kvgate/core in headless Chromium", () =>
       const result = await page.evaluate(() => (window as unknown as { __result: Record<string, unknown> }).__result);
       expect(problems).toEqual([]);
       expect(result).toEqual({
-        abi: 2, wasmUrl: "/build/release-simd.wasm",
+        abi: ABI_VERSION, wasmUrl: "/build/release-simd.wasm",
         testData: "13226331709069118873",
         local: ["14643705804678351452", "16777012769546811212", "483935686894639516"],
         seq: ["14643705804678351452", "4945711292740353085", "12583592247330656132"],
