@@ -1,6 +1,6 @@
 /**
  * @module Approximate mode's learnt capacity end to end: a simulated engine without KV events whose real cache is a
- * quarter of what its worker declares. kvgate's LRU model of it over-predicts at first, then shrinks to the engine's
+ * quarter of what its worker declares. kvgate's LRU model of it over-predicts at first, then shrinks towards the engine's
  * size from the usage the engine reports, after which its predictions match what the engine serves.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -44,14 +44,16 @@ describe("approximate mode's learnt capacity over HTTP", () => {
       for (const p of prompts) rows.push(await complete(gw.url, p));
       passes.push(rows);
     }
-    // The declared size (95% of 256 blocks) holds every prompt: the second sweep starts predicted in full, and missed,
-    // until the shortfalls have shrunk the model below what the sweep needs (the steps grow while they keep coming).
+    // The declared size (95% of 256 blocks) holds every prompt: the second sweep starts predicted in full, and missed.
+    // That one miss bounds the engine's cache: the prompt was last routed 88 blocks ago (eleven prompts since), so the
+    // engine holds fewer, and the model drops to 88 at once (recency-bound.ts) instead of stepping down over four or
+    // more misses; from the next prompt on it predicts what the engine serves (nothing: the sweep thrashes both).
     expect(passes[0]!.every((r) => r.predicted === 0 && r.cached === 0)).toBe(true);
-    expect(passes[1]!.slice(0, 4).every((r) => r.predicted === 8 && r.cached === 0)).toBe(true);
-    expect(passes[1]!.slice(-2).every((r) => r.predicted === 0)).toBe(true);
+    expect(passes[1]![0]).toEqual({ predicted: 8, cached: 0 });
+    expect(passes[1]!.slice(1).every((r) => r.predicted === 0 && r.cached === 0)).toBe(true);
     const learnt = (await capacityMetric(gw.url))!;
     expect(learnt).toBeLessThan(96);
-    expect(learnt).toBeGreaterThanOrEqual(16);
+    expect(learnt).toBeGreaterThanOrEqual(64);
     // /v1/stats shows the same per rank, beside the running predicted and reported tokens.
     const stats = await (await fetch(`${gw.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as { workers: { id: string; ranks: { prediction: Record<string, unknown> | null }[] }[] };
     expect(stats.workers.find((w) => w.id === "a")!.ranks[0]!.prediction).toMatchObject({ samples: 48, capacity_blocks: learnt, flagged: false });
