@@ -4,6 +4,7 @@
 import { create, createAt, prune, slotOk, evictFor, count } from "./block-index";
 import { recAt, tableCount, isLive, entryProbe, freeEntries, R_HASH, R_SEQ, R_SLOT, R_DEPTH, R_TTL } from "./entry-table";
 import { ttlAlloc, ttlRec, T_EXPIRY } from "./ttl-store";
+import { lruUnknown } from "./ttl-lru";
 import { heapPush } from "./ttl-heap";
 import { C_CAPACITY, C_BAD_SLOT } from "../abi";
 
@@ -64,6 +65,7 @@ export function loadEntries(src: usize, n: u32, now: f64): u32 {
       const id = ttlAlloc(slot, hash, depth, now + left);
       // Pruning after every insert keeps timers within approxMax + 1, as in record(); running out is a bug.
       if (id < 0) unreachable();
+      lruUnknown(slot, <u32>id);
       const e = create(slot, hash, seq, depth);
       store<u32>(e, <u32>id + 1, R_TTL);
       heapPush(<u32>id);

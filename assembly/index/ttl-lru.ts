@@ -65,6 +65,14 @@ export function lruRemove(slot: i32, id: u32): void {
   store<u32>(list(slot), load<u32>(list(slot), 8) - 1, 8);
 }
 
+/**
+ * Timer `id`'s last touch is unknown (restored from a snapshot): it reads as 2^31 touches old, so a miss on it bounds
+ * no cache until a prompt routed here touches it again.
+ */
+export function lruUnknown(slot: i32, id: u32): void {
+  store<u32>(link(id), lruClock(slot) + 0x80000000, 8);
+}
+
 /** Makes timer `id` (already in `slot`'s list) the slot's most recent; the slot's clock ticks. */
 export function lruTouch(slot: i32, id: u32): void {
   const c = clocks + (<usize>slot << 2);

@@ -131,6 +131,20 @@ describe("index dump and load", () => {
     expect(hooks.treeSize(other, "w0", 0) + hooks.treeSize(other, "w1", 0)).toBe(2);
   });
 
+  it("should load approximate blocks with an unknown recency, so a miss on one bounds no engine's cache", async () => {
+    const src = await index(100);
+    const path = pathTo(universe(seededRandom(9), 12)[11]!).map((x) => x.seq);
+    expect(hooks.recordHashes(src, "w0", 0, path, 0, 60_000)).toBe(path.length);
+    const dst = await index(100);
+    expect(loadIndexDump(dst, dumpIndex(src, 0), 0, () => true).loaded).toBe(path.length);
+    expect(hooks.recordHashes(dst, "w0", 0, path, 1, 60_000)).toBe(path.length);
+    // Restored: at least 2^31 touches old (and never the 0xFFFFFFFF of a block the slot does not hold).
+    expect([...dst.lastRecordNeeds(path.length)].every((x) => x >= 0x8000_0000 && x < 0xffff_ffff)).toBe(true);
+    // Touched since: known again.
+    expect(hooks.recordHashes(dst, "w0", 0, path, 2, 60_000)).toBe(path.length);
+    expect(Math.max(...dst.lastRecordNeeds(path.length))).toBeLessThanOrEqual(path.length);
+  });
+
   it("should stay within the loading index's capacity", async () => {
     const src = await index(200);
     const nodes = universe(seededRandom(9), 150).filter((x) => x.parent === null);
