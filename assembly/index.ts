@@ -15,7 +15,7 @@ import {
   totalEntries, sizes,
 } from "./index/block-index";
 import { findMatches, setJump, MAX_JUMP } from "./index/find-matches";
-import { record, setSlotCapacity, setNeedsRegion } from "./index/approx-record";
+import { record, setSlotCapacity, needsRegion, setNeedsRegion } from "./index/approx-record";
 import { dumpEntries, loadEntries } from "./index/entry-dump";
 import { digestSlots } from "./index/index-digest";
 import { scoreInit, scoreBytes, score as scoreKernel } from "./score/cost";
@@ -27,7 +27,7 @@ import { S_OK, S_FALLBACK, S_CORRUPT } from "./events/msgpack";
 let ready = false;
 let slots = 0;
 let tokens: usize = 0, tokenCap = 0;
-let local: usize = 0, seq: usize = 0, needs: usize = 0, blockCap = 0;
+let local: usize = 0, seq: usize = 0, blockCap = 0;
 let mm: usize = 0, mmCap = 0, mmScratch: usize = 0;
 let out: usize = 0, active: usize = 0;
 let counters: usize = 0, events: usize = 0, eventCap = 0;
@@ -113,7 +113,6 @@ function growPrompt(maxTokens: i32, maxBlocks: i32): i32 {
     if (l == 0 || s == 0 || nd == 0) return E_NO_MEMORY;
     local = l;
     seq = s;
-    needs = nd;
     setNeedsRegion(nd);
     blockCap = maxBlocks;
   }
@@ -132,7 +131,7 @@ export function tokens_cap(): i32 { return tokenCap; }
 export function local_ptr(): usize { return local; }
 export function seq_ptr(): usize { return seq; }
 /** u32 per block of the last record_route: touches since blocks 0..i were last touched (approx-record.ts). */
-export function needs_ptr(): usize { return needs; }
+export function needs_ptr(): usize { return needsRegion(); }
 export function blocks_cap(): i32 { return blockCap; }
 export function mm_ptr(): usize { return mm; }
 export function mm_cap(): i32 { return mmCap; }

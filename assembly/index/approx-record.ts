@@ -14,6 +14,10 @@ export function setNeedsRegion(base: usize): void {
   needs = base;
 }
 
+export function needsRegion(): usize {
+  return needs;
+}
+
 // @ts-ignore: decorator
 @inline const NEVER: u32 = 0xFFFFFFFF;
 
@@ -39,14 +43,11 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
       drop(r);
       r = 0;
     }
+    const t = r != 0 ? load<u32>(r, R_TTL) : 0;
     if (r == 0) need = NEVER;
-    else {
-      const t = load<u32>(r, R_TTL);
-      if (t != 0) need = max(need, lruAge(slot, t - 1));
-    }
+    else if (t != 0) need = max(need, lruAge(slot, t - 1));
     store<u32>(needs + (<usize>i << 2), need);
     if (r != 0) {
-      const t = load<u32>(r, R_TTL);
       if (t != 0) {
         store<u32>(r, <u32>i, R_DEPTH);
         if (ttlRefresh(t - 1, <u32>i, until)) heapPush(t - 1);

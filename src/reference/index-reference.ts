@@ -4,6 +4,7 @@
  */
 import { xxh3Reference } from "./xxh3-reference.ts";
 import { BASE_SEED } from "../core/hash-seeds.ts";
+import { NEED_NEVER as NEVER } from "../wasm/abi.ts";
 
 export interface RefEntry {
   /** The prefix (router sequence hash) this engine block stands for. */
@@ -38,8 +39,6 @@ export function chainStep(prev: bigint, local: bigint): bigint {
 }
 
 const M64 = (1n << 64n) - 1n;
-/** A need past the first block a slot did not hold (NEEDS in docs/abi.md). */
-const NEVER = 0xffffffff;
 
 /** splitmix64's finalizer, as the core's index digest mixes each entry. */
 export function fmix64(x: bigint): bigint {

@@ -6,9 +6,7 @@
  * the step learner (capacity-learner.ts) would take a dozen answers to walk down to it.
  */
 import type { KvIndex } from "../core/kv-index.ts";
-
-/** A need past the first block the rank did not hold. */
-export const NEVER = 0xffffffff;
+import { NEED_NEVER } from "../wasm/abi.ts";
 
 /** Kept per approximate decision until its answer: the needs of the blocks predicted cached, and the rank's clock. */
 export interface RecencyProfile {
@@ -40,6 +38,6 @@ export function missBound(p: RecencyProfile, reportedTokens: number, blockSize: 
   // prompt's last block, or a block the request's own neighbour had not finished, not an eviction.
   if (2 * missing > p.needs.length) return undefined;
   const need = p.needs[missing]!;
-  if (need === NEVER || need <= p.inflightBlocks) return undefined;
+  if (need === NEED_NEVER || need <= p.inflightBlocks) return undefined;
   return need + ((clockNow - p.clock) >>> 0);
 }

@@ -108,6 +108,9 @@ export interface CoreExports {
   ingest_apply(slot: number, nBytes: number): number;
 }
 
+/** A NEEDS value (docs/abi.md) from the first block the slot did not hold on: no recency to bound a cache with. */
+export const NEED_NEVER = 0xffffffff;
+
 /** ingest_decode statuses besides Status.CORRUPT (assembly/index.ts): the host decoder takes the batch. */
 export const IngestStatus = {
   FALLBACK: -21,

@@ -1,7 +1,8 @@
 /** An approximate rank's shortfall bounds its engine's cache at once: the recency ages kept from its routing decision. */
 import { describe, expect, it } from "vitest";
 import { CapacityLearner } from "../../src/routing/capacity-learner.ts";
-import { missBound, NEVER, type RecencyProfile } from "../../src/routing/recency-bound.ts";
+import { missBound, type RecencyProfile } from "../../src/routing/recency-bound.ts";
+import { NEED_NEVER as NEVER } from "../../src/wasm/abi.ts";
 import { seededRandom } from "../../src/core/seeded-random.ts";
 import { BS, fixture, prompt, worker } from "./helpers.ts";
 
