@@ -3,7 +3,7 @@
  * candidates table the answer carries — in the `x-kvgate-explain` response header (compact JSON; gzip + base64url
  * when it would be large) or, for /v1/route, in the body. Format in docs/observability.md.
  */
-import { toBase64 } from "../core/base64.ts";
+import { fromBase64, toBase64 } from "../core/base64.ts";
 import { KvgateError } from "../core/errors.ts";
 import type { DecisionRecord } from "../routing/index.ts";
 
@@ -76,16 +76,9 @@ export async function encodeExplain(table: ExplainTable): Promise<string> {
 /** Reads a header value back into the table (for clients and tests). */
 export async function parseExplainHeader(value: string): Promise<ExplainTable> {
   if (value.startsWith("{")) return JSON.parse(value) as ExplainTable;
-  const bytes = fromBase64url(value);
+  const bytes = fromBase64(value, true);
   const text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
   return JSON.parse(text) as ExplainTable;
-}
-
-function fromBase64url(s: string): Uint8Array<ArrayBuffer> {
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }
 
 /** The explain header for a response, when the decision was explained. */

@@ -2,7 +2,7 @@
  * @module The wire format replicas share: subjects, KV-event headers and the booking messages (JSON), decoded
  * defensively since any process on the NATS server may publish on these subjects.
  */
-import { toBase64 } from "../core/base64.ts";
+import { fromBase64, toBase64 } from "../core/base64.ts";
 import { KvgateError } from "../core/errors.ts";
 
 export const EVENTS_PREFIX = "kvgate.events";
@@ -114,15 +114,12 @@ export function encodeHashes(words: Uint32Array, blocks: number): string {
 
 /** The inverse of encodeHashes: a fresh array of 2 × blocks words. Throws KVGATE_ERR_SYNC_MESSAGE on a bad length. */
 export function decodeHashes(h: string, blocks: number): Uint32Array {
-  let bin: string;
+  let bytes: Uint8Array<ArrayBuffer>;
   try {
-    bin = atob(h);
+    bytes = fromBase64(h);
   } catch {
     return bad("hashes are not base64");
   }
-  if (bin.length !== 8 * blocks) bad("hashes do not match the block count");
-  const words = new Uint32Array(2 * blocks);
-  const bytes = new Uint8Array(words.buffer);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return words;
+  if (bytes.length !== 8 * blocks) bad("hashes do not match the block count");
+  return new Uint32Array(bytes.buffer);
 }
