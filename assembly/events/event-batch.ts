@@ -1,6 +1,8 @@
 // Decodes a batch of KV events in kvgate's compact binary form (see docs in src/wasm/event-encoder.ts) and applies it.
 // Each record is applied atomically; a truncated or unknown record stops the batch without touching the index.
 import { storeBlocks, removeBlocks, clearSlot, count } from "../index/block-index";
+import { entryHome } from "../index/entry-table";
+import { touch, settle } from "../index/touch";
 import { hashBlocks, MAX_BLOCK_SIZE } from "../hash/prompt";
 import { E_CORRUPT, C_CORRUPT, C_INVALID } from "../abi";
 
@@ -26,6 +28,7 @@ export function applyBatch(p: usize, len: usize, io: usize, ioPairs: i32): i32 {
     const n = load<u32>(r, 8);
     const aux = load<u32>(r, 12);
     const room = <u64>(len - off - 16);
+    warmNext(p, off + recordBytes(kind, n, aux), len);
     if (kind == K_STORED) {
       const need = 8 + <u64>n * 16;
       if (need > room) return corrupt(off);
@@ -66,6 +69,40 @@ export function applyBatch(p: usize, len: usize, io: usize, ioPairs: i32): i32 {
   }
   return records;
 }
+
+/** Bytes of the record with this header (0 for an unknown kind: nothing to warm after it). */
+function recordBytes(kind: u8, n: u32, aux: u32): usize {
+  if (kind == K_STORED) return 24 + <usize>n * 16;
+  if (kind == K_REMOVED) return 16 + <usize>n * 8;
+  if (kind == K_CLEARED) return 16;
+  if (kind == K_STORED_TOKENS) return 32 + <usize>n * 8 + <usize>((<u64>n * <u64>aux * 4 + 7) & ~7);
+  return 0;
+}
+
+/**
+ * Warms the entries of the next record's first blocks while this one is applied: an engine step is many events of a
+ * block or two, each too short to overlap its own misses. Loads only; a malformed next record warms nothing useful.
+ */
+function warmNext(p: usize, off: usize, len: usize): void {
+  if (off == 0 || off > len || len - off < 16) return;
+  const r = p + off;
+  const kind = load<u8>(r);
+  const slot = load<i32>(r, 4);
+  let at: usize = 0;
+  let step: usize = 8;
+  if (kind == K_STORED) { at = 24; step = 16; }
+  else if (kind == K_REMOVED) at = 16;
+  else if (kind == K_STORED_TOKENS) at = 32;
+  else return;
+  const n = min<u32>(load<u32>(r, 8), WARM_AHEAD);
+  let warm: u64 = 0;
+  for (let i: u32 = 0; i < n && off + at + step * (<usize>i + 1) <= len; i++) warm ^= touch(entryHome(slot, load<u64>(r + at + step * <usize>i)));
+  settle(warm);
+}
+
+/** Blocks of the next record warmed ahead: longer records warm their own runs (block-index.ts). */
+// @ts-ignore: decorator
+@inline const WARM_AHEAD: u32 = 4;
 
 function corrupt(off: usize): i32 {
   corruptAt = <i32>off;

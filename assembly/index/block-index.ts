@@ -2,10 +2,10 @@
 // pruning and capacity eviction. A node is a prompt prefix (its router sequence hash); entries map engine hashes to nodes.
 import { xxh3Pair } from "../hash/xxh3";
 import { CHAIN_SEED } from "../hash/prompt";
-import { nodeSetBit, nodeClearBit, nodeHome } from "./node-table";
+import { nodeSetBit, nodeClearBit, nodeHome, nodeAfterHome } from "./node-table";
 import { touch, settle, TOUCH_RUN } from "./touch";
 import {
-  entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, entryHome, freeEntries, liveEntries, recAt, tableCount, isLive,
+  entryFind, entryProbe, entryFill, entryInsert, entryDeleteAt, entryHome, entryAfterHome, freeEntries, liveEntries, recAt, tableCount, isLive,
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
 import { ttlFree, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
@@ -200,14 +200,15 @@ export function storeBlocks(slot: i32, hasParent: bool, parent: u64, blocks: usi
   for (let i0 = 0; i0 < n; i0 += TOUCH_RUN) {
     const m = min(TOUCH_RUN, n - i0);
     // Chain the run's sequence hashes first and warm the records they and the engine hashes land on.
-    let warm: u64 = 0;
     for (let j = 0; j < m; j++) {
-      const b = blocks + (<usize>(i0 + j) << 4);
-      const localHash = load<u64>(b, 8);
+      const localHash = load<u64>(blocks + (<usize>(i0 + j) << 4), 8);
       const seq = !hasParent && i0 + j == 0 ? localHash : xxh3Pair(prev, localHash, CHAIN_SEED);
       prev = seq;
       store<u64>(runSeqs + (<usize>j << 3), seq);
-      warm ^= touch(entryHome(slot, load<u64>(b))) ^ touch(nodeHome(seq));
+    }
+    let warm: u64 = 0;
+    for (let j = 0; j < m; j++) {
+      warm ^= touch(entryHome(slot, load<u64>(blocks + (<usize>(i0 + j) << 4)))) ^ touch(nodeHome(load<u64>(runSeqs + (<usize>j << 3))));
     }
     settle(warm);
     for (let j = 0; j < m; j++) storeOne(slot, blocks + (<usize>(i0 + j) << 4), load<u64>(runSeqs + (<usize>j << 3)), depth + <u32>(i0 + j));
@@ -252,12 +253,19 @@ export function removeBlocks(slot: i32, hashes: usize, n: i32): i32 {
   for (let i0 = 0; i0 < n; i0 += TOUCH_RUN) {
     const m = min(TOUCH_RUN, n - i0);
     const at = hashes + (<usize>i0 << 3);
-    // Warm the run's entries, then the nodes they name, then drop (records move on delete, so look up again).
+    // Warm the run's entries, then the nodes they name, then drop (records move on delete, so look up again). Each
+    // delete shifts back the record after it, so that record's line is warmed too.
     let warm: u64 = 0;
-    for (let j = 0; j < m; j++) warm ^= touch(entryHome(slot, load<u64>(at + (<usize>j << 3))));
+    for (let j = 0; j < m; j++) {
+      const h = load<u64>(at + (<usize>j << 3));
+      warm ^= touch(entryHome(slot, h)) ^ touch(entryAfterHome(slot, h));
+    }
     for (let j = 0; j < m; j++) {
       const r = entryFind(slot, load<u64>(at + (<usize>j << 3)));
-      if (r != 0) warm ^= touch(nodeHome(load<u64>(r, R_SEQ)));
+      if (r != 0) {
+        const seq = load<u64>(r, R_SEQ);
+        warm ^= touch(nodeHome(seq)) ^ touch(nodeAfterHome(seq));
+      }
     }
     settle(warm);
     for (let j = 0; j < m; j++) {

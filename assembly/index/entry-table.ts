@@ -1,6 +1,7 @@
 // Entries: what each worker slot holds, one open-addressing record per (slot, engine block hash) carrying its prefix,
 // so an event touches this table and the node table and nothing else. Record addresses move on deletion (backward
 // shift): callers never keep one across a delete.
+import { copy32, zero32 } from "./record-moves";
 
 // Record (32 bytes): hash u64 | seq u64 | slot u32 | flags u32 | depth u32 | ttl id + 1 u32 (0: no TTL)
 // @ts-ignore: decorator
@@ -54,6 +55,10 @@ export function tableCount(): u64 { return tMask + 1; }
 /** Where the probe for (slot, hash) starts: what `touch` warms before a run of lookups. */
 // @ts-ignore: decorator
 @inline export function entryHome(slot: i32, hash: u64): usize { return recAt(tHome(slot, hash)); }
+
+/** The record after the home: a delete there reads it (backward shift), and half the time it starts the next line. */
+// @ts-ignore: decorator
+@inline export function entryAfterHome(slot: i32, hash: u64): usize { return recAt((tHome(slot, hash) + 1) & tMask); }
 
 // @ts-ignore: decorator
 @inline export function isLive(r: usize): bool { return (load<u32>(r, R_FLAGS) & F_LIVE) != 0; }
@@ -112,9 +117,9 @@ export function entryDeleteAt(r: usize): void {
     const k = tHome(load<i32>(rj, R_SLOT), load<u64>(rj, R_HASH));
     const stay = i <= j ? (k > i && k <= j) : (k > i || k <= j);
     if (!stay) {
-      memory.copy(recAt(i), rj, RECORD_BYTES);
+      copy32(recAt(i), rj);
       i = j;
     }
   }
-  memory.fill(recAt(i), 0, RECORD_BYTES);
+  zero32(recAt(i));
 }

@@ -1,5 +1,6 @@
 // Flat open-addressing map from a prompt-prefix sequence hash to the bitmask of worker slots holding that prefix.
 // A record is [seq u64 | mask u64 × words]; an all-zero mask marks an empty record, so no hash value is reserved.
+import { copyWords, zeroWords } from "./record-moves";
 
 export let nodeBase: usize = 0;
 export let nodeMask: u64 = 0; // record count - 1 (power of two)
@@ -40,6 +41,12 @@ export function nodeBytes(count: u64, maskWords: i32): usize {
 // @ts-ignore: decorator
 @inline export function nodeHome(seq: u64): usize {
   return recAt(home(seq));
+}
+
+/** The record after the home: deleting a node reads it (backward shift), and it may start the next line. */
+// @ts-ignore: decorator
+@inline export function nodeAfterHome(seq: u64): usize {
+  return recAt((home(seq) + 1) & nodeMask);
 }
 
 // @ts-ignore: decorator
@@ -106,9 +113,9 @@ function deleteAt(hole: u64): void {
     // Move j into the hole unless its home lies cyclically in (i, j].
     const stay = i <= j ? (k > i && k <= j) : (k > i || k <= j);
     if (!stay) {
-      memory.copy(recAt(i), rj, stride);
+      copyWords(recAt(i), rj, words + 1);
       i = j;
     }
   }
-  memory.fill(recAt(i), 0, stride);
+  zeroWords(recAt(i), words + 1);
 }

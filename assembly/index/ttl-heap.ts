@@ -3,6 +3,7 @@
 // pops as a no-op. A timer moved later keeps its item with the old, earlier key: every live timer's item sorts no
 // later than the timer itself, so a top item whose timer has moved on is re-keyed and sifted down, never returned.
 import { ttlRec, ttlLive, ttlHigh, T_GEN, T_EXPIRY, T_DEPTH, T_SLOT, T_HASH } from "./ttl-store";
+import { copy32 } from "./record-moves";
 
 // Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
 let heap: usize = 0;
@@ -39,18 +40,18 @@ export function heapInit(base: usize, capacity: u32): void {
 const HELD: usize = memory.data(32, 16);
 
 function siftUp(i: u32): void {
-  memory.copy(HELD, item(i), 32);
+  copy32(HELD, item(i));
   while (i > 0) {
     const p = (i - 1) / ARITY;
     if (!before(HELD, item(p))) break;
-    memory.copy(item(i), item(p), 32);
+    copy32(item(i), item(p));
     i = p;
   }
-  memory.copy(item(i), HELD, 32);
+  copy32(item(i), HELD);
 }
 
 function siftDown(i: u32): void {
-  memory.copy(HELD, item(i), 32);
+  copy32(HELD, item(i));
   while (true) {
     const first: u32 = ARITY * i + 1;
     if (first >= heapLen) break;
@@ -58,10 +59,10 @@ function siftDown(i: u32): void {
     let m = first;
     for (let c = first + 1; c < last; c++) if (before(item(c), item(m))) m = c;
     if (!before(item(m), HELD)) break;
-    memory.copy(item(i), item(m), 32);
+    copy32(item(i), item(m));
     i = m;
   }
-  memory.copy(item(i), HELD, 32);
+  copy32(item(i), HELD);
 }
 
 function write(i: u32, id: u32): void {
@@ -118,7 +119,7 @@ export function heapTopExpiry(): f64 {
 export function heapPop(): void {
   heapLen--;
   if (heapLen > 0) {
-    memory.copy(item(0), item(heapLen), 32);
+    copy32(item(0), item(heapLen));
     siftDown(0);
   }
 }
