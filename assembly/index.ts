@@ -63,7 +63,7 @@ export function init(
   const nodes = reserve(nodeBytes(tableCount, words));
   const entryTable = reserve(<usize>tableCount * RECORD_BYTES);
   const timers = reserve(<usize>heapCap << 5);
-  const heap = reserve(<usize>heapCap << 5);
+  const heap = reserve((<usize>heapCap << 5) + 64);
   const lruLinks = reserve(<usize>heapCap << 4), lruLists = reserve(<usize>maxSlots << 4), lruClocks = reserve(<usize>maxSlots << 2);
   const perSlot = <usize>maxSlots << 2;
   const sizesR = reserve(perSlot), aliasR = reserve(perSlot), openR = reserve(<usize>maxSlots);

@@ -1,6 +1,8 @@
 // Approximate mode's writes: a routed prompt recorded on its slot with a sliding TTL, in the recency order an
 // engine's LRU keeps, and the slot's capacity (learnt by the closed loop) enforced least recent first.
-import { entryFind, freeEntries, R_SEQ, R_TTL, R_DEPTH } from "./entry-table";
+import { entryFind, entryHome, freeEntries, R_SEQ, R_TTL, R_DEPTH } from "./entry-table";
+import { nodeHome } from "./node-table";
+import { touch, settle } from "./touch";
 import { ttlAlloc, ttlRefresh, ttlRec, T_HASH } from "./ttl-store";
 import { heapPush } from "./ttl-heap";
 import { lruTouch, lruOldest, lruCount, lruCapacity, lruSetCapacity, lruAge } from "./ttl-lru";
@@ -33,6 +35,7 @@ export function needsRegion(): usize {
 export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 {
   if (!slotOk(slot)) { count(C_BAD_SLOT); return E_BAD_SLOT; }
   expire(now);
+  warmPrompt(slot, seqs, n);
   const until = now + ttl;
   let done = 0;
   let need: u32 = 0;
@@ -80,6 +83,19 @@ export function record(slot: i32, seqs: usize, n: i32, now: f64, ttl: f64): i32 
   }
   enforceCapacity(slot);
   return done;
+}
+
+/**
+ * Touches every block's entry and node home before the loop that reads and writes them, so a prompt's misses
+ * overlap instead of coming one block at a time (a routed prompt's new half is cold in a large index).
+ */
+function warmPrompt(slot: i32, seqs: usize, n: i32): void {
+  let warm: u64 = 0;
+  for (let i = 0; i < n; i++) {
+    const seq = load<u64>(seqs + (<usize>i << 3));
+    warm ^= touch(entryHome(slot, seq)) ^ touch(nodeHome(seq));
+  }
+  settle(warm);
 }
 
 /** Drops the slot's least recent timed entries while it holds more than its capacity; returns how many. */

@@ -9,8 +9,8 @@ import {
   R_HASH, R_SEQ, R_SLOT, R_FLAGS, R_DEPTH, R_TTL, F_ALIAS,
 } from "./entry-table";
 import { ttlFree, ttlRec, ttlCount, T_SLOT, T_HASH } from "./ttl-store";
-import { heapLen, heapPeekLive, heapPop, heapTopExpiry } from "./ttl-heap";
-import { lruSetCapacity } from "./ttl-lru";
+import { heapLen, heapPeekLive, heapPop, heapTopExpiry, heapTop, I_SLOT, I_HASH, I_ID } from "./ttl-heap";
+import { lruSetCapacity, lruLink } from "./ttl-lru";
 import {
   OK, E_BAD_SLOT, E_CAPACITY, E_PARENT_NOT_FOUND, E_INVALID_SEQUENCE,
   C_APPLIED, C_PARENT_MISSING, C_INVALID, C_CAPACITY, C_UNKNOWN_REMOVED, C_BAD_SLOT, C_EVICTED, C_EXPIRED, C_PRUNED,
@@ -163,9 +163,23 @@ function dropOldest(): bool {
   const id = heapPeekLive();
   if (id < 0) return false;
   heapPop();
+  warmNextVictim();
   const t = ttlRec(<u32>id);
   drop(entryFind(load<i32>(t, T_SLOT), load<u64>(t, T_HASH)));
   return true;
+}
+
+/**
+ * Warms what dropping the new top would read (its timer, link, entry and node, and the records after those two homes
+ * a delete shifts back) while this drop runs: evictions of a full approximate index then overlap their misses one
+ * victim ahead. A timed entry's engine hash is its sequence hash (recorded decisions), so the node is known from the item.
+ */
+function warmNextVictim(): void {
+  const it = heapTop();
+  if (it == 0) return;
+  const slot = load<i32>(it, I_SLOT), hash = load<u64>(it, I_HASH), id = load<u32>(it, I_ID);
+  settle(touch(ttlRec(id)) ^ touch(lruLink(id)) ^ touch(entryHome(slot, hash)) ^ touch(entryAfterHome(slot, hash)) ^
+    touch(nodeHome(hash)) ^ touch(nodeAfterHome(hash)));
 }
 
 /** Evicts approximate entries until `need` entries are free. */

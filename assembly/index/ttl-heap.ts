@@ -10,8 +10,9 @@ let heap: usize = 0;
 let cap: u32 = 0;
 export let heapLen: u32 = 0;
 
+/** `base` holds `capacity` items and 64 bytes more: the heap starts 32 bytes into a line, so each item's four children share two lines. */
 export function heapInit(base: usize, capacity: u32): void {
-  heap = base;
+  heap = ((base + 63) & ~63) + 32;
   cap = capacity;
   heapLen = 0;
 }
@@ -52,10 +53,15 @@ function siftUp(i: u32): void {
 
 function siftDown(i: u32): void {
   copy32(HELD, item(i));
+  let warm: u64 = 0;
   while (true) {
     const first: u32 = ARITY * i + 1;
     if (first >= heapLen) break;
     const last = min<u32>(first + ARITY, heapLen);
+    // Fetch the next level's candidates (each child's children: 16 items, 8 lines) while these four are compared, so
+    // a sift through a heap larger than the caches waits for one level's misses at a time, not one level after another.
+    const g: u32 = ARITY * first + 1;
+    if (g < heapLen && g + ARITY * ARITY <= cap) for (let k: u32 = 0; k < ARITY * ARITY; k += 2) warm ^= load<u64>(item(g + k));
     let m = first;
     for (let c = first + 1; c < last; c++) if (before(item(c), item(m))) m = c;
     if (!before(item(m), HELD)) break;
@@ -63,7 +69,11 @@ function siftDown(i: u32): void {
     i = m;
   }
   copy32(item(i), HELD);
+  store<u64>(SINK, warm);
 }
+
+/** Where the sift's warming loads end up, so they are not optimised away. */
+const SINK: usize = memory.data(8, 8);
 
 function write(i: u32, id: u32): void {
   const r = ttlRec(id), t = item(i);
@@ -111,6 +121,19 @@ export function heapPeekLive(): i32 {
   }
   return -1;
 }
+
+/** The top item, live or stale (0 when empty): what an eviction loop warms while it drops the one before. */
+export function heapTop(): usize {
+  return heapLen > 0 ? item(0) : 0;
+}
+
+/** Field offsets of an item, for a caller reading the top without popping it. */
+// @ts-ignore: decorator
+@inline export const I_SLOT: usize = 12;
+// @ts-ignore: decorator
+@inline export const I_HASH: usize = 16;
+// @ts-ignore: decorator
+@inline export const I_ID: usize = 24;
 
 export function heapTopExpiry(): f64 {
   return load<f64>(item(0));

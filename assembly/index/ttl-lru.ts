@@ -31,6 +31,11 @@ export function lruAge(slot: i32, id: u32): u32 {
 
 // @ts-ignore: decorator
 @inline function link(id: u32): usize { return links + (<usize>id << 4); }
+
+/** Timer `id`'s link record: freeing the timer reads it (and its neighbours'). */
+export function lruLink(id: u32): usize {
+  return link(id);
+}
 // @ts-ignore: decorator
 @inline function list(slot: i32): usize { return lists + (<usize>slot << 4); }
 
