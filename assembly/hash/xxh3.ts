@@ -259,6 +259,17 @@ function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
   return merge(len, s, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
+/** The secret for `seed`, for a caller hashing many inputs of one length class with it (see xxh3UpTo1k). */
+export function secretFor(seed: u64): usize {
+  return seededSecret(seed);
+}
+
+/** XXH3-64 of 241..1024 bytes with a secret from secretFor: a prompt's blocks skip the length dispatch per block. */
+// @ts-ignore: decorator
+@inline export function xxh3UpTo1k(p: usize, len: usize, s: usize): u64 {
+  return hashUpTo1k(p, len, s);
+}
+
 function hashLong(p: usize, len: usize, seed: u64): u64 {
   const s = seededSecret(seed);
   if (len <= 1024) return hashUpTo1k(p, len, s);
