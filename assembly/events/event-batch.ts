@@ -27,55 +27,44 @@ export function applyBatch(p: usize, len: usize, io: usize, ioPairs: i32): i32 {
     const slot = load<i32>(r, 4);
     const n = load<u32>(r, 8);
     const aux = load<u32>(r, 12);
-    const room = <u64>(len - off - 16);
-    warmNext(p, off + recordBytes(kind, n, aux), len);
+    const size = recordBytes(kind, n, aux);
+    if (size == 0 || size - 16 > <u64>(len - off - 16)) return corrupt(off);
+    warmNext(p, off + <usize>size, len);
     if (kind == K_STORED) {
-      const need = 8 + <u64>n * 16;
-      if (need > room) return corrupt(off);
       storeBlocks(slot, (flags & F_HAS_PARENT) != 0, load<u64>(r, 16), r + 24, <i32>n);
-      off += 16 + <usize>need;
     } else if (kind == K_REMOVED) {
-      const need = <u64>n * 8;
-      if (need > room) return corrupt(off);
       removeBlocks(slot, r + 16, <i32>n);
-      off += 16 + <usize>need;
     } else if (kind == K_CLEARED) {
       clearSlot(slot);
-      off += 16;
-    } else if (kind == K_STORED_TOKENS) {
-      const bs = aux;
-      if (bs == 0 || bs > <u32>MAX_BLOCK_SIZE) return corrupt(off);
-      const tokenBytes = (<u64>n * <u64>bs * 4 + 7) & ~7;
-      const need = 16 + <u64>n * 8 + tokenBytes;
-      if (need > room) return corrupt(off);
-      if (n > <u32>ioPairs) {
-        count(C_INVALID);
-      } else {
-        const hashes = r + 32;
-        const tokens = hashes + (<usize>n << 3);
-        // IO holds ioPairs pairs (engine hash, local hash) followed by ioPairs words of scratch for the local hashes.
-        hashBlocks(tokens, <i32>n, <i32>bs, load<u64>(r, 24), io + (<usize>ioPairs << 4));
-        for (let i: usize = 0; i < <usize>n; i++) {
-          store<u64>(io + (i << 4), load<u64>(hashes + (i << 3)));
-          store<u64>(io + (i << 4) + 8, load<u64>(io + (<usize>ioPairs << 4) + (i << 3)));
-        }
-        storeBlocks(slot, (flags & F_HAS_PARENT) != 0, load<u64>(r, 16), io, <i32>n);
-      }
-      off += 16 + <usize>need;
+    } else if (n > <u32>ioPairs) {
+      count(C_INVALID);
     } else {
-      return corrupt(off);
+      // K_STORED_TOKENS: IO holds ioPairs pairs (engine hash, local hash) followed by ioPairs words of scratch for
+      // the local hashes.
+      const hashes = r + 32;
+      const tokens = hashes + (<usize>n << 3);
+      hashBlocks(tokens, <i32>n, <i32>aux, load<u64>(r, 24), io + (<usize>ioPairs << 4));
+      for (let i: usize = 0; i < <usize>n; i++) {
+        store<u64>(io + (i << 4), load<u64>(hashes + (i << 3)));
+        store<u64>(io + (i << 4) + 8, load<u64>(io + (<usize>ioPairs << 4) + (i << 3)));
+      }
+      storeBlocks(slot, (flags & F_HAS_PARENT) != 0, load<u64>(r, 16), io, <i32>n);
     }
+    off += <usize>size;
     records++;
   }
   return records;
 }
 
-/** Bytes of the record with this header (0 for an unknown kind: nothing to warm after it). */
-function recordBytes(kind: u8, n: u32, aux: u32): usize {
-  if (kind == K_STORED) return 24 + <usize>n * 16;
-  if (kind == K_REMOVED) return 16 + <usize>n * 8;
+/**
+ * Bytes of the record with this header, the header included; 0 for an unknown kind or a Stored-with-tokens block size
+ * out of range (a corrupt record).
+ */
+function recordBytes(kind: u8, n: u32, aux: u32): u64 {
+  if (kind == K_STORED) return 24 + <u64>n * 16;
+  if (kind == K_REMOVED) return 16 + <u64>n * 8;
   if (kind == K_CLEARED) return 16;
-  if (kind == K_STORED_TOKENS) return 32 + <usize>n * 8 + <usize>((<u64>n * <u64>aux * 4 + 7) & ~7);
+  if (kind == K_STORED_TOKENS && aux != 0 && aux <= <u32>MAX_BLOCK_SIZE) return 32 + <u64>n * 8 + ((<u64>n * <u64>aux * 4 + 7) & ~7);
   return 0;
 }
 
@@ -84,7 +73,7 @@ function recordBytes(kind: u8, n: u32, aux: u32): usize {
  * block or two, each too short to overlap its own misses. Loads only; a malformed next record warms nothing useful.
  */
 function warmNext(p: usize, off: usize, len: usize): void {
-  if (off == 0 || off > len || len - off < 16) return;
+  if (off > len || len - off < 16) return;
   const r = p + off;
   const kind = load<u8>(r);
   const slot = load<i32>(r, 4);

@@ -4,6 +4,7 @@
 // later than the timer itself, so a top item whose timer has moved on is re-keyed and sifted down, never returned.
 import { ttlRec, ttlLive, ttlHigh, T_GEN, T_EXPIRY, T_DEPTH, T_SLOT, T_HASH } from "./ttl-store";
 import { copy32 } from "./record-moves";
+import { touch, settle } from "./touch";
 
 // Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
 let heap: usize = 0;
@@ -61,7 +62,7 @@ function siftDown(i: u32): void {
     // Fetch the next level's candidates (each child's children: 16 items, 8 lines) while these four are compared, so
     // a sift through a heap larger than the caches waits for one level's misses at a time, not one level after another.
     const g: u32 = ARITY * first + 1;
-    if (g < heapLen && g + ARITY * ARITY <= cap) for (let k: u32 = 0; k < ARITY * ARITY; k += 2) warm ^= load<u64>(item(g + k));
+    if (g < heapLen && g + ARITY * ARITY <= cap) for (let k: u32 = 0; k < ARITY * ARITY; k += 2) warm ^= touch(item(g + k));
     let m = first;
     for (let c = first + 1; c < last; c++) if (before(item(c), item(m))) m = c;
     if (!before(item(m), HELD)) break;
@@ -69,11 +70,8 @@ function siftDown(i: u32): void {
     i = m;
   }
   copy32(item(i), HELD);
-  store<u64>(SINK, warm);
+  settle(warm);
 }
-
-/** Where the sift's warming loads end up, so they are not optimised away. */
-const SINK: usize = memory.data(8, 8);
 
 function write(i: u32, id: u32): void {
   const r = ttlRec(id), t = item(i);
