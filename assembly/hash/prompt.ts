@@ -1,5 +1,5 @@
 // Whole-prompt block hashing (local + chained sequence hashes) in one call, so JS never crosses into WASM per block.
-import { xxh3, xxh3Pair, xxh3At64, xxh3At64Simd, prepareKeys64, KEYS64, secretFor, xxh3UpTo1k } from "./xxh3";
+import { xxh3, xxh3Pair, xxh3At64, xxh3At64Simd, prepareKeys64, KEYS64, seededSecret, hashUpTo1k } from "./xxh3";
 import { E_BAD_ARG, E_TOO_LONG } from "../abi";
 import { memoEnabled, memoReuse, memoKeep, nextKeyPosition } from "./prompt-memo";
 
@@ -84,9 +84,9 @@ function hashRange(
   }
   if (window > 240 && window <= 1024 && nMm == 0) {
     // Block sizes 61..256 tokens: one secret for the prompt, no length dispatch per block.
-    const s = secretFor(seed);
+    const s = seededSecret(seed);
     for (let i = from; i < to; i++) {
-      const h = xxh3UpTo1k(tokens + <usize>i * stride, window, s);
+      const h = hashUpTo1k(tokens + <usize>i * stride, window, s);
       store<u64>(local + (<usize>i << 3), h);
       prev = i == 0 ? h : xxh3Pair(prev, h, CHAIN_SEED);
       store<u64>(seq + (<usize>i << 3), prev);

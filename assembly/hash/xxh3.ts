@@ -140,7 +140,8 @@ function len129to240(p: usize, len: usize, seed: u64): u64 {
   return avalanche3(acc);
 }
 
-function seededSecret(seed: u64): usize {
+/** The secret for `seed` (the default one for 0); a caller hashing many inputs with one seed asks once. */
+export function seededSecret(seed: u64): usize {
   if (seed == 0) return SECRET;
   if (!seededValid || seededFor != seed) {
     for (let i: usize = 0; i < 192; i += 16) {
@@ -250,24 +251,16 @@ function hashUpTo1kSimd(p: usize, len: usize, s: usize): u64 {
   return avalanche3(<u64>len * P64_1 + <u64>i64x2.extract_lane(f, 0) + <u64>i64x2.extract_lane(f, 1));
 }
 
-/** 241..1024 bytes (block sizes 61..256 tokens): no scramble round is needed, only the stripes and the merge. */
-function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
+/**
+ * 241..1024 bytes (block sizes 61..256 tokens) with the secret from seededSecret: no scramble round is needed, only the
+ * stripes and the merge.
+ */
+export function hashUpTo1k(p: usize, len: usize, s: usize): u64 {
   if (ASC_FEATURE_SIMD) return hashUpTo1kSimd(p, len, s);
   a0 = P32_3; a1 = P64_1; a2 = P64_2; a3 = P64_3; a4 = P64_4; a5 = P32_2; a6 = P64_5; a7 = P32_1;
   stripes(p, s, (len - 1) >> 6);
   stripes(p + len - 64, s + 192 - 64 - 7, 1);
   return merge(len, s, a0, a1, a2, a3, a4, a5, a6, a7);
-}
-
-/** The secret for `seed`, for a caller hashing many inputs of one length class with it (see xxh3UpTo1k). */
-export function secretFor(seed: u64): usize {
-  return seededSecret(seed);
-}
-
-/** XXH3-64 of 241..1024 bytes with a secret from secretFor: a prompt's blocks skip the length dispatch per block. */
-// @ts-ignore: decorator
-@inline export function xxh3UpTo1k(p: usize, len: usize, s: usize): u64 {
-  return hashUpTo1k(p, len, s);
 }
 
 function hashLong(p: usize, len: usize, seed: u64): u64 {

@@ -7,6 +7,14 @@ import { copy32 } from "./record-moves";
 import { touch, settle } from "./touch";
 
 // Item: expiry f64 | depth u32 | slot u32 | hash u64 | id u32 | gen u32  (32 bytes)
+/** Offsets of an item's fields that callers outside the heap read too. */
+// @ts-ignore: decorator
+@inline export const I_SLOT: usize = 12;
+// @ts-ignore: decorator
+@inline export const I_HASH: usize = 16;
+// @ts-ignore: decorator
+@inline export const I_ID: usize = 24;
+
 let heap: usize = 0;
 let cap: u32 = 0;
 export let heapLen: u32 = 0;
@@ -27,9 +35,9 @@ export function heapInit(base: usize, capacity: u32): void {
   if (ea != eb) return ea < eb;
   const da = load<u32>(a, 8), db = load<u32>(b, 8);
   if (da != db) return da > db;
-  const sa = load<u32>(a, 12), sb = load<u32>(b, 12);
+  const sa = load<u32>(a, I_SLOT), sb = load<u32>(b, I_SLOT);
   if (sa != sb) return sa < sb;
-  return load<u64>(a, 16) < load<u64>(b, 16);
+  return load<u64>(a, I_HASH) < load<u64>(b, I_HASH);
 }
 
 // Four children per item: half the levels of a binary heap, and a node's children share two cache lines, so a
@@ -77,9 +85,9 @@ function write(i: u32, id: u32): void {
   const r = ttlRec(id), t = item(i);
   store<f64>(t, load<f64>(r, T_EXPIRY));
   store<u32>(t, load<u32>(r, T_DEPTH), 8);
-  store<u32>(t, load<u32>(r, T_SLOT), 12);
-  store<u64>(t, load<u64>(r, T_HASH), 16);
-  store<u32>(t, id, 24);
+  store<u32>(t, load<u32>(r, T_SLOT), I_SLOT);
+  store<u64>(t, load<u64>(r, T_HASH), I_HASH);
+  store<u32>(t, id, I_ID);
   store<u32>(t, load<u32>(r, T_GEN), 28);
 }
 
@@ -105,7 +113,7 @@ export function heapPush(id: u32): void {
 export function heapPeekLive(): i32 {
   while (heapLen > 0) {
     const t = item(0);
-    const id = load<u32>(t, 24);
+    const id = load<u32>(t, I_ID);
     if (ttlLive(id) && load<u32>(ttlRec(id), T_GEN) == load<u32>(t, 28)) {
       const r = ttlRec(id);
       const e = load<f64>(r, T_EXPIRY), d = load<u32>(r, T_DEPTH);
@@ -124,14 +132,6 @@ export function heapPeekLive(): i32 {
 export function heapTop(): usize {
   return heapLen > 0 ? item(0) : 0;
 }
-
-/** Field offsets of an item, for a caller reading the top without popping it. */
-// @ts-ignore: decorator
-@inline export const I_SLOT: usize = 12;
-// @ts-ignore: decorator
-@inline export const I_HASH: usize = 16;
-// @ts-ignore: decorator
-@inline export const I_ID: usize = 24;
 
 export function heapTopExpiry(): f64 {
   return load<f64>(item(0));

@@ -69,12 +69,10 @@ export function recordCost(run: Run): RecordCost {
   log("  " + describe(m.routeApprox));
   log("  " + describe(m.recordApprox));
   const recordNs = m.recordApprox.medianNs - m.routeApprox.medianNs;
-  const out: RecordCost = {
-    recordNs, recordNsPerBlock: recordNs / (TOKENS / BLOCK), recordOverRoute: recordNs / m.routeApprox.medianNs, timers, fullRecordNs: 0, fullNsPerEvicted: 0,
-  };
-  log(`  recordRoute alone (difference of medians): ${(recordNs / 1000).toFixed(2)} µs per call, ${out.recordNsPerBlock.toFixed(1)} ns per block, ` +
-    `${fmtRatio(out.recordOverRoute)} the route`);
-  Object.assign(out, fullIndexRecord(run));
+  const refresh = { recordNs, recordNsPerBlock: recordNs / (TOKENS / BLOCK), recordOverRoute: recordNs / m.routeApprox.medianNs, timers };
+  log(`  recordRoute alone (difference of medians): ${(recordNs / 1000).toFixed(2)} µs per call, ${refresh.recordNsPerBlock.toFixed(1)} ns per block, ` +
+    `${fmtRatio(refresh.recordOverRoute)} the route`);
+  const out: RecordCost = { ...refresh, ...fullIndexRecord(run) };
   results.record = out;
   return out;
 }
